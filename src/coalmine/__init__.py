@@ -1,0 +1,56 @@
+"""coalmine: a local-first, repo-native evaluation harness for AI agents.
+
+The names below are the supported public API; everything else may change without notice.
+"""
+
+from coalmine.errors import (
+    AgentTimeout,
+    CoalmineError,
+    ConfigError,
+    GradeError,
+    Interrupted,
+    PluginError,
+    ProviderError,
+    SpecError,
+    StoreError,
+    UsageError,
+)
+from coalmine.graders.base import GradeContext, JudgeReply, grader
+from coalmine.providers.base import AgentRequest, CallContext, Provider, provider
+from coalmine.results import AgentOutput, CanaryRun, CaseResult, Grade
+from coalmine.runner.canary import CanaryOutcome, run_canaries
+from coalmine.runner.events import CaseEnd, CaseStart, Hooks, RunEnd, RunStart
+from coalmine.runner.plan import CanaryPlan, plan_canaries
+
+__all__ = [
+    "AgentOutput",
+    "AgentRequest",
+    "AgentTimeout",
+    "CallContext",
+    "CanaryOutcome",
+    "CanaryPlan",
+    "CanaryRun",
+    "CaseEnd",
+    "CaseResult",
+    "CaseStart",
+    "CoalmineError",
+    "ConfigError",
+    "Grade",
+    "GradeContext",
+    "GradeError",
+    "Hooks",
+    "Interrupted",
+    "JudgeReply",
+    "PluginError",
+    "Provider",
+    "ProviderError",
+    "RunEnd",
+    "RunStart",
+    "SpecError",
+    "StoreError",
+    "UsageError",
+    "grader",
+    "plan_canaries",
+    "provider",
+    "run_canaries",
+]

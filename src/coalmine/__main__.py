@@ -1,0 +1,5 @@
+"""``python -m coalmine``."""
+
+from coalmine.cli.main import run
+
+run()

@@ -1,0 +1,231 @@
+"""Documents that remember where each value came from, and errors that say file:line.
+
+YAML is composed node by node so every key and list item keeps its line; pydantic errors are
+then mapped back to the line of the value they concern (or of its nearest parent). TOML has no
+positions in ``tomllib``, so its lines are found by a scan of the text (good enough to point a
+user at the right key). Config and spec loading both use this module.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+Loc = tuple[str | int, ...]
+
+
+class SourceError(Exception):
+    """A document could not be read or parsed; callers turn it into their own error."""
+
+    def __init__(self, message: str, *, path: Path, line: int | None = None):
+        self.path = path
+        self.line = line
+        self.message = message
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a document, at a line."""
+
+    line: int | None
+    message: str
+
+
+@dataclass(frozen=True)
+class Document:
+    """Parsed data plus the line of every key and list item (1-based)."""
+
+    path: Path
+    data: Any
+    lines: dict[Loc, int] = field(default_factory=dict)
+    first_line: int = 1
+
+    def line_of(self, loc: Sequence[str | int]) -> int:
+        """Return the line of ``loc``, or of its nearest parent that has one."""
+        key = tuple(loc)
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = key[:-1]
+        return self.first_line
+
+    def sub(self, loc: Loc) -> Document:
+        """Return the part of the document at ``loc``, lines re-keyed from there."""
+        data = self.data
+        for part in loc:
+            data = data[part]
+        n = len(loc)
+        lines = {k[n:]: v for k, v in self.lines.items() if k[:n] == loc and len(k) > n}
+        return Document(self.path, data, lines, self.line_of(loc))
+
+
+def load_yaml(path: Path, *, text: str | None = None) -> Document:
+    """Parse one YAML document, keeping the line of every key; duplicate keys are errors."""
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise SourceError(f"not valid UTF-8 ({exc.reason})", path=path) from None
+        except OSError as exc:
+            raise SourceError(f"cannot read: {exc.strerror}", path=path) from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return Document(path, None)
+        lines: dict[Loc, int] = {}
+        data = _construct(loader, node, (), lines, path)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise SourceError(f"invalid YAML: {problem}", path=path, line=line) from None
+    except yaml.YAMLError as exc:
+        raise SourceError(f"invalid YAML: {exc}", path=path) from None
+    finally:
+        loader.dispose()
+    return Document(path, data, lines, node.start_mark.line + 1)
+
+
+def _construct(
+    loader: yaml.SafeLoader, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path
+) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str | int):
+                key = str(key)
+            line = key_node.start_mark.line + 1
+            if key in out:
+                first = lines[(*loc, key)]
+                raise SourceError(
+                    f"duplicate key {key!r} (first given at line {first})", path=path, line=line
+                )
+            lines[(*loc, key)] = line
+            out[key] = _construct(loader, value_node, (*loc, key), lines, path)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        items = []
+        for i, item in enumerate(node.value):
+            lines[(*loc, i)] = item.start_mark.line + 1
+            items.append(_construct(loader, item, (*loc, i), lines, path))
+        return items
+    return loader.construct_object(node, deep=True)
+
+
+def load_toml_table(path: Path, table: tuple[str, ...]) -> Document | None:
+    """Return the table at ``table`` (e.g. ``("tool", "coalmine")``) of a TOML file, if present."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        data: Any = tomllib.loads(text)
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror}", path=path) from None
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"line (\d+)", str(exc))
+        line = int(match.group(1)) if match else None
+        raise SourceError(f"invalid TOML: {exc}", path=path, line=line) from None
+    for part in table:
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    header = re.compile(r"^\s*\[+\s*" + r"\s*\.\s*".join(map(re.escape, table)) + r"\b")
+    text_lines = text.splitlines()
+    start = next((i for i, ln in enumerate(text_lines) if header.match(ln)), 0)
+    lines: dict[Loc, int] = {}
+    _scan_toml_lines(data, (), text_lines, start, lines)
+    return Document(path, data, lines, start + 1)
+
+
+def _scan_toml_lines(
+    data: Any, loc: Loc, text_lines: list[str], start: int, lines: dict[Loc, int]
+) -> None:
+    if not isinstance(data, dict):
+        return
+    for key, value in data.items():
+        pattern = re.compile(
+            r"^\s*(\[+[^\]]*)?[\"']?" + re.escape(str(key)) + r"[\"']?\s*(=|\]|\.)"
+        )
+        line = next(
+            (i + 1 for i in range(start, len(text_lines)) if pattern.search(text_lines[i])), None
+        )
+        if line is not None:
+            lines[(*loc, key)] = line
+            _scan_toml_lines(value, (*loc, key), text_lines, line - 1, lines)
+
+
+def validation_problems(
+    exc: ValidationError, doc: Document, model: type[BaseModel], *, prefix: Loc = ()
+) -> list[Problem]:
+    """Turn a pydantic error into problems at lines, naming valid keys for unknown ones."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc: Loc = tuple(err["loc"])
+        where = ".".join(str(p) for p in (*prefix, *loc)) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            parent = _model_at(model, loc[:-1])
+            valid = sorted(parent.model_fields) if parent is not None else []
+            message = f"unknown key {loc[-1]!r}"
+            if prefix + loc[:-1]:
+                message += f" in {_dotted(prefix + loc[:-1])}"
+            message += did_you_mean(str(loc[-1]), valid)
+            if valid:
+                message += f"; valid keys: {', '.join(valid)}"
+        elif err["type"] == "missing":
+            message = f"missing required key {where!r}"
+        else:
+            message = f"{where}: {err['msg']}"
+        problems.append(Problem(doc.line_of((*prefix, *loc)), message))
+    return problems
+
+
+def _dotted(loc: Loc) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Return ``" (did you mean 'x'?)"`` for the closest choice, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
+    """Follow ``loc`` through the fields of ``model`` to the model that holds the last key."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current, part)
+        if current is None:
+            return None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: Any, part: str | int) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        info = annotation.model_fields.get(str(part))
+        return info.annotation if info is not None else None
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (list, tuple, Sequence) and isinstance(part, int):
+        return args[0] if args else None
+    if origin is dict and args:
+        return args[1]
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            found = _unwrap(arg, part)
+            if found is not None:
+                return found
+    if origin is typing.Annotated:
+        return _unwrap(args[0], part)
+    return None

@@ -1,0 +1,61 @@
+"""The root command and ``main()``: the one place errors become messages and exit codes.
+
+Exit codes: 0 all gates held · 1 a gate failed · 2 bad usage, config or spec · 3 interrupted.
+Unexpected exceptions keep their traceback (they are bugs, and the traceback is the report).
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+from coalmine.cli.canary import canary
+from coalmine.errors import CoalmineError
+
+
+def _version() -> str:
+    try:
+        return version("coalmine")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), prog_name="coalmine")
+def cli() -> None:
+    """coalmine: a local-first, repo-native evaluation harness for AI agents.
+
+    Exit codes: 0 all gates held, 1 a gate failed, 2 bad usage, config or spec,
+    3 interrupted.
+    """
+
+
+cli.add_command(canary)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return (and, as a script, exit with) the product's exit code."""
+    try:
+        result = cli.main(args=argv, prog_name="coalmine", standalone_mode=False)
+    except CoalmineError as exc:
+        click.echo(f"error: {exc}", err=True)
+        hint = getattr(exc, "hint", None)
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        return 3
+    except click.ClickException as exc:
+        exc.show()
+        return 2 if exc.exit_code == 2 else exc.exit_code or 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

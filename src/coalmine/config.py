@@ -1,0 +1,285 @@
+"""The project configuration: ``coalmine.yaml`` or ``[tool.coalmine]`` in ``pyproject.toml``.
+
+It names the agents (each backed by a provider), the phase → agent routing of the canary
+runner, the judge and run defaults. Strings may use ``${VAR}`` or ``${VAR:-default}`` (``$${``
+writes a literal ``${``). Relative paths in agent settings resolve against the config file's
+folder, which is also the working directory of command agents. Every problem names file:line.
+
+Provider settings are validated against the models the caller passes (the provider registry
+lives a tier above this module), so an unknown key in an agent is caught here, at load time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coalmine._source import (
+    Document,
+    Problem,
+    SourceError,
+    did_you_mean,
+    load_toml_table,
+    load_yaml,
+    validation_problems,
+)
+from coalmine.errors import ConfigError
+
+CONFIG_FILE = "coalmine.yaml"
+
+#: The seed's phase → agent table; ``routing:`` in the config adds to it or overrides it.
+DEFAULT_ROUTING: dict[str, str] = {
+    "requirements": "Analyst",
+    "design": "Analyst",
+    "scaffold": "Scaffolder",
+    "implement": "Implementer",
+    "qa": "QA Coordinator",
+    "document": "Documenter",
+    "deploy": "Deployer",
+    "release": "Release Manager",
+    "rai": "RAI Reviewer",
+}
+
+
+class Defaults(BaseModel):
+    """Run defaults that a spec or the command line may override."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_seconds: float = Field(300.0, gt=0)
+    """Agent timeout for a spec that does not set ``timeout_seconds``."""
+    judge_timeout_seconds: float = Field(120.0, gt=0)
+    """How long one judge call may take."""
+    jobs: int = Field(1, ge=1)
+    """How many canaries run at once (sequential by default, as the seed asks)."""
+
+
+class _ConfigFile(BaseModel):
+    """The top level of coalmine.yaml (agents are checked against their provider's model)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agents: dict[str, dict[str, Any]] = {}
+    """Agent name → ``{provider: …, <provider settings>}``."""
+    routing: dict[str, str] = {}
+    """Phase → agent name, merged over the default table."""
+    judge: str | dict[str, Any] | None = None
+    """``none``, the name of an agent, or an inline provider config."""
+    defaults: Defaults = Defaults()
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """One configured agent: its provider and validated provider settings."""
+
+    name: str
+    provider: str
+    settings: BaseModel
+    base_dir: Path
+    """The config file's folder: relative paths resolve here; commands run here."""
+    path: Path | None = None
+    line: int | None = None
+
+
+JudgeMode = Literal["unset", "none", "agent"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """The loaded project configuration."""
+
+    root: Path
+    path: Path | None = None
+    agents: dict[str, AgentConfig] = field(default_factory=dict)
+    routing: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ROUTING))
+    judge_mode: JudgeMode = "unset"
+    judge: AgentConfig | None = None
+    defaults: Defaults = Defaults()
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder relative paths resolve against."""
+        return self.path.parent if self.path is not None else self.root
+
+
+def find_config_file(root: Path) -> tuple[Path, Literal["yaml", "toml"]] | None:
+    """Return the config file of the project at ``root``, if any (coalmine.yaml first)."""
+    yaml_path = root / CONFIG_FILE
+    if yaml_path.is_file():
+        return yaml_path, "yaml"
+    toml_path = root / "pyproject.toml"
+    if toml_path.is_file():
+        return toml_path, "toml"
+    return None
+
+
+def load_config(
+    root: Path,
+    *,
+    providers: Mapping[str, type[BaseModel]],
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Load the configuration of the project at ``root``.
+
+    Args:
+        root: the project folder.
+        providers: provider name → its settings model, to validate each agent.
+        environ: the variables ``${VAR}`` expands from (default: ``os.environ``).
+
+    Raises:
+        ConfigError: every problem found, each with file and line.
+    """
+    root = root.resolve()
+    found = find_config_file(root)
+    if found is None:
+        return Config(root=root)
+    path, kind = found
+    try:
+        doc = load_yaml(path) if kind == "yaml" else load_toml_table(path, ("tool", "coalmine"))
+    except SourceError as exc:
+        raise ConfigError(exc.message, path=exc.path, line=exc.line) from None
+    if doc is None:
+        return Config(root=root)
+    if doc.data is None:
+        doc = Document(doc.path, {}, doc.lines, doc.first_line)
+    if not isinstance(doc.data, dict):
+        raise ConfigError("the configuration must be a mapping", path=path, line=doc.first_line)
+    env = os.environ if environ is None else environ
+    problems: list[Problem] = []
+    data = _expand(doc.data, (), doc, env, problems)
+    doc = Document(doc.path, data, doc.lines, doc.first_line)
+    _raise_if(problems, path)
+    try:
+        raw = _ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        _raise_if(validation_problems(exc, doc, _ConfigFile), path)
+        raise  # pragma: no cover - validation_problems always yields one problem per error
+    base_dir = path.parent
+    agents = {}
+    for name, entry in raw.agents.items():
+        agent = _build_agent(name, entry, ("agents", name), doc, providers, base_dir, problems)
+        if agent is not None:
+            agents[name] = agent
+    routing = dict(DEFAULT_ROUTING)
+    for phase, agent_name in raw.routing.items():
+        if agent_name not in raw.agents:
+            problems.append(_unknown_agent(agent_name, raw.agents, doc, ("routing", phase)))
+        routing[phase] = agent_name
+    judge_mode: JudgeMode = "unset"
+    judge: AgentConfig | None = None
+    if isinstance(raw.judge, str) and raw.judge.strip().lower() == "none":
+        judge_mode = "none"
+    elif isinstance(raw.judge, str):
+        judge_mode = "agent"
+        if raw.judge in agents:
+            judge = agents[raw.judge]
+        elif raw.judge not in raw.agents:
+            problems.append(_unknown_agent(raw.judge, raw.agents, doc, ("judge",)))
+    elif isinstance(raw.judge, dict):
+        judge_mode = "agent"
+        judge = _build_agent("judge", raw.judge, ("judge",), doc, providers, base_dir, problems)
+    _raise_if(problems, path)
+    return Config(
+        root=root,
+        path=path,
+        agents=agents,
+        routing=routing,
+        judge_mode=judge_mode,
+        judge=judge,
+        defaults=raw.defaults,
+    )
+
+
+def _build_agent(
+    name: str,
+    entry: dict[str, Any],
+    loc: tuple[str, ...],
+    doc: Document,
+    providers: Mapping[str, type[BaseModel]],
+    base_dir: Path,
+    problems: list[Problem],
+) -> AgentConfig | None:
+    settings = dict(entry)
+    provider = settings.pop("provider", None)
+    line = doc.line_of(loc)
+    if not isinstance(provider, str):
+        choices = ", ".join(sorted(providers))
+        problems.append(Problem(line, f"agent {name!r} needs 'provider:' (one of: {choices})"))
+        return None
+    model = providers.get(provider)
+    if model is None:
+        choices = ", ".join(sorted(providers))
+        problems.append(
+            Problem(
+                doc.line_of((*loc, "provider")),
+                f"agent {name!r}: unknown provider {provider!r}"
+                f"{did_you_mean(provider, providers)}; valid providers: {choices}",
+            )
+        )
+        return None
+    try:
+        validated = model.model_validate(settings)
+    except ValidationError as exc:
+        for problem in validation_problems(exc, doc, model, prefix=loc):
+            problems.append(Problem(problem.line, f"agent {name!r}: {problem.message}"))
+        return None
+    return AgentConfig(name, provider, validated, base_dir, doc.path, line)
+
+
+def _unknown_agent(
+    name: str, agents: Mapping[str, Any], doc: Document, loc: tuple[str, ...]
+) -> Problem:
+    defined = ", ".join(agents) or "none"
+    return Problem(
+        doc.line_of(loc),
+        f"{'.'.join(loc)}: unknown agent {name!r}{did_you_mean(name, agents)}; "
+        f"agents defined under 'agents:': {defined}",
+    )
+
+
+_VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _expand(
+    value: Any, loc: tuple[Any, ...], doc: Document, env: Mapping[str, str], problems: list[Problem]
+) -> Any:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` in every string of ``value``."""
+    if isinstance(value, dict):
+        return {k: _expand(v, (*loc, k), doc, env, problems) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, (*loc, i), doc, env, problems) for i, v in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(0) == "$${":
+            return "${"
+        var, default = match.group(1), match.group(2)
+        if var in env:
+            return env[var]
+        if default is not None:
+            return default
+        problems.append(
+            Problem(
+                doc.line_of(loc),
+                f"environment variable {var} is not set; set it, or give a default "
+                f"with ${{{var}:-value}}",
+            )
+        )
+        return ""
+
+    return _VAR.sub(substitute, value)
+
+
+def _raise_if(problems: list[Problem], path: Path) -> None:
+    if not problems:
+        return
+    first = problems[0]
+    rest = "".join(f"\n{path}:{p.line}: {p.message}" for p in problems[1:])
+    raise ConfigError(first.message + rest, path=path, line=first.line)

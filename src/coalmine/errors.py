@@ -1,0 +1,153 @@
+"""The one exception tree of coalmine.
+
+Every error coalmine raises on purpose is a ``CoalmineError``; the CLI maps each branch to one
+exit code (``cli.main``), and anything else keeps its traceback::
+
+    CoalmineError
+     ├── UsageError          bad command-line use: unknown or ambiguous selector   (exit 2)
+     ├── ConfigError         coalmine.yaml / [tool.coalmine] is wrong              (exit 2)
+     ├── SpecError           a spec file is wrong (path, line, spec_id)            (exit 2)
+     ├── PluginError         a plugin is malformed or unknown                      (exit 2)
+     ├── ProviderError       an agent call failed (agent, provider, attempt)
+     │    └── AgentTimeout   ... because it ran past its timeout
+     ├── GradeError          a grader could not grade (e.g. the judge failed)
+     ├── StoreError          the run store or the results folder cannot be written
+     └── Interrupted         the run was stopped (Ctrl-C); what finished is kept    (exit 3)
+
+Errors carry their context as attributes, so a caller never parses a message. Messages say
+what is wrong, where, and what to do next; they never mention CLI flags (the CLI adds those).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "AgentTimeout",
+    "CoalmineError",
+    "ConfigError",
+    "GradeError",
+    "Interrupted",
+    "PluginError",
+    "ProviderError",
+    "SpecError",
+    "StoreError",
+    "UsageError",
+]
+
+
+class CoalmineError(Exception):
+    """The root of every error coalmine raises on purpose."""
+
+    exit_code: int = 1
+    hint: str | None = None
+    """What to do next, in the caller's terms (the CLI adds flag names here)."""
+
+
+class UsageError(CoalmineError):
+    """The command was used wrongly (an unknown selector, conflicting options)."""
+
+    exit_code = 2
+
+
+class ConfigError(CoalmineError):
+    """The project configuration is invalid; ``path`` and ``line`` say where when known."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: Path | None = None, line: int | None = None):
+        self.path = path
+        self.line = line
+        self.reason = message
+        super().__init__(_locate(message, path, line))
+
+
+class SpecError(CoalmineError):
+    """A spec file is invalid; it names the file, the line and (when known) the spec id."""
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path,
+        line: int | None = None,
+        spec_id: str | None = None,
+    ):
+        self.path = path
+        self.line = line
+        self.spec_id = spec_id
+        self.reason = message
+        super().__init__(_locate(message, path, line))
+
+
+class PluginError(CoalmineError):
+    """A plugin is unknown, registered twice, or has the wrong shape."""
+
+    exit_code = 2
+
+
+class ProviderError(CoalmineError):
+    """Calling an agent failed: a non-zero exit, a crash, an HTTP error, bad output."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        agent: str,
+        provider: str,
+        attempt: int = 1,
+        exit_code: int | None = None,
+        stderr_tail: str | None = None,
+    ):
+        self.agent = agent
+        self.provider = provider
+        self.attempt = attempt
+        self.process_exit_code = exit_code
+        self.stderr_tail = stderr_tail
+        self.reason = message
+        super().__init__(f"agent {agent!r} ({provider}): {message}")
+
+
+class AgentTimeout(ProviderError):
+    """The agent did not answer within its timeout; its process group was killed."""
+
+    def __init__(self, *, agent: str, provider: str, timeout: float, attempt: int = 1):
+        self.timeout = timeout
+        super().__init__(
+            f"timed out after {timeout:g}s",
+            agent=agent,
+            provider=provider,
+            attempt=attempt,
+        )
+
+
+class GradeError(CoalmineError):
+    """A grader could not produce a grade (for llm-judge: the judge failed)."""
+
+    def __init__(self, message: str, *, grader: str):
+        self.grader = grader
+        self.reason = message
+        super().__init__(f"{grader}: {message}")
+
+
+class StoreError(CoalmineError):
+    """Results could not be stored."""
+
+
+class Interrupted(CoalmineError):
+    """The run was interrupted; the results that finished were written."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, results_path: Path | None = None):
+        self.results_path = results_path
+        super().__init__(message)
+
+
+def _locate(message: str, path: Path | None, line: int | None) -> str:
+    if path is None:
+        return message
+    where = f"{path}:{line}" if line is not None else str(path)
+    return f"{where}: {message}"

@@ -1,0 +1,1 @@
+"""Graders score one output against one case; each registers with ``@grader``."""

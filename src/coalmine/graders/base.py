@@ -1,0 +1,93 @@
+"""The grader contract, the context a grader gets, and the ``@grader`` registry.
+
+A grader is an ``async def`` taking ``(config, output, ctx)`` and returning a ``Grade``. Graders
+never import providers: a grader that needs a model judge calls ``ctx.judge``, which the runner
+wires to the configured judge. ``needs_judge`` graders are skipped when there is no judge.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from coalmine._util.registry import Registry
+from coalmine.errors import PluginError
+from coalmine.results import Grade
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """The judge's raw reply to one judge prompt."""
+
+    text: str
+    model: str
+
+
+JudgeFn = Callable[[str], Awaitable[JudgeReply]]
+"""Send a judge prompt to the configured judge and return its reply."""
+
+
+@dataclass(frozen=True)
+class GradeContext:
+    """What a grader may know besides the output."""
+
+    case_id: str
+    prompt: str
+    """The task prompt the agent received."""
+    judge: JudgeFn | None = None
+
+
+GradeFn = Callable[[Any, str, GradeContext], Awaitable[Grade]]
+
+
+@dataclass(frozen=True)
+class GraderType:
+    """A registered grader."""
+
+    name: str
+    config: type[BaseModel]
+    grade: GradeFn
+    threshold: float
+    """The score at which this grader passes."""
+    needs_judge: bool = False
+
+
+def _check(name: str, item: GraderType) -> None:
+    if not inspect.iscoroutinefunction(item.grade):
+        raise PluginError(f"grader {name!r}: the grading function must be 'async def'")
+    if not 0.0 <= item.threshold <= 1.0:
+        raise PluginError(f"grader {name!r}: threshold {item.threshold} is outside 0..1")
+
+
+registry: Registry[GraderType] = Registry(
+    "grader",
+    builtins=(
+        "coalmine.graders.keyword",
+        "coalmine.graders.structural",
+        "coalmine.graders.llm_judge",
+    ),
+    check=_check,
+)
+
+G = TypeVar("G", bound=GradeFn)
+
+
+def grader(
+    name: str, *, config: type[BaseModel], threshold: float, needs_judge: bool = False
+) -> Callable[[G], G]:
+    """Register an async grading function under ``name``."""
+
+    def decorate(function: G) -> G:
+        registry.register(name, GraderType(name, config, function, threshold, needs_judge))
+        return function
+
+    return decorate
+
+
+def grader_configs() -> dict[str, type[BaseModel]]:
+    """Return grader name → config model, for validating specs."""
+    return {name: item.config for name, item in registry}

@@ -1,0 +1,1 @@
+"""Providers call agents exactly as production does; each registers with ``@provider``."""

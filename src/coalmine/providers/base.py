@@ -1,0 +1,120 @@
+"""The provider protocol, the request a provider receives, and the ``@provider`` registry.
+
+A provider turns one prompt into one ``AgentOutput``, exactly as production calls the agent.
+Providers are async; the runner enforces timeouts by cancelling ``call``, so every provider
+must clean up on cancellation (the command provider kills its process group).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from coalmine._util.registry import Registry
+from coalmine.config import AgentConfig
+from coalmine.errors import PluginError
+from coalmine.results import AgentOutput
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What an agent may know about the call besides the prompt (never added to the prompt)."""
+
+    case_id: str
+    agent: str
+    phase: str | None = None
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """One call of an agent."""
+
+    prompt: str
+    context: CallContext
+    timeout: float | None = None
+    """The runner's deadline, for providers that pass it on (e.g. an HTTP read timeout)."""
+
+
+class Provider(Protocol):
+    """A configured agent, ready to be called."""
+
+    agent: str
+
+    async def call(self, request: AgentRequest) -> AgentOutput:
+        """Send ``request.prompt`` to the agent and return its response."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and processes."""
+        ...
+
+
+class ProviderFactory(Protocol):
+    """Builds a provider from validated settings (a provider class is one)."""
+
+    def __call__(self, *, agent: str, settings: BaseModel, base_dir: Path) -> Provider:
+        """Return the provider of one agent."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProviderType:
+    """A registered provider: its name, settings model and factory."""
+
+    name: str
+    settings: type[BaseModel]
+    factory: ProviderFactory
+
+
+def _check(name: str, item: ProviderType) -> None:
+    call = getattr(item.factory, "call", None)
+    if call is not None and not inspect.iscoroutinefunction(call):
+        raise PluginError(f"provider {name!r}: call() must be 'async def'")
+
+
+registry: Registry[ProviderType] = Registry(
+    "provider",
+    builtins=(
+        "coalmine.providers.command",
+        "coalmine.providers.python",
+        "coalmine.providers.openai",
+    ),
+    check=_check,
+)
+
+F = TypeVar("F", bound=Callable[..., Provider])
+
+
+def provider(name: str, *, settings: type[BaseModel]) -> Callable[[F], F]:
+    """Register a provider class (or factory) under ``name`` with its settings model."""
+
+    def decorate(factory: F) -> F:
+        registry.register(name, ProviderType(name, settings, factory))
+        return factory
+
+    return decorate
+
+
+def provider_settings() -> dict[str, type[BaseModel]]:
+    """Return provider name → settings model, for validating ``coalmine.yaml``."""
+    return {name: item.settings for name, item in registry}
+
+
+def build_provider(agent: AgentConfig) -> Provider:
+    """Return a ready provider for a configured agent."""
+    item = registry.get(agent.provider)
+    return item.factory(agent=agent.name, settings=agent.settings, base_dir=agent.base_dir)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """Replace every secret in ``text`` with ``***`` (secrets shorter than 4 chars are kept)."""
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text

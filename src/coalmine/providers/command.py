@@ -1,0 +1,158 @@
+"""The ``command`` provider: run a program, the prompt on stdin, its stdout is the response.
+
+The argv list is run without a shell, in its own session (process group), with the config
+file's folder as working directory. The prompt is written to stdin as UTF-8 bytes, exactly,
+then stdin is closed. stdin, stdout and stderr are pumped concurrently, so a large prompt and a
+large answer cannot deadlock. On a non-zero exit, a crash, a timeout or a cancellation the whole
+process group is killed (helpers the agent started die with it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+from pydantic import BaseModel, ConfigDict, Field
+
+from coalmine.errors import ProviderError
+from coalmine.providers.base import AgentRequest, provider
+from coalmine.results import AgentOutput
+
+STDERR_TAIL_BYTES = 4096
+
+
+class CommandSettings(BaseModel):
+    """Settings of a ``command`` agent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    argv: list[str] = Field(min_length=1)
+    """Program and arguments, e.g. ``["python3", "agents/analyst.py"]`` (never a shell string)."""
+    env: dict[str, str] = {}
+    """Extra environment variables for the program (added to coalmine's environment)."""
+    cwd: str | None = None
+    """Working directory, relative to the config file's folder (default: that folder)."""
+    max_output_bytes: int = Field(16 * 1024 * 1024, gt=0)
+    """stdout beyond this many bytes is dropped (the agent keeps running) and a warning says so."""
+
+
+@provider("command", settings=CommandSettings)
+class CommandProvider:
+    """Runs one program per call."""
+
+    def __init__(self, *, agent: str, settings: BaseModel, base_dir: Path):
+        assert isinstance(settings, CommandSettings)
+        self.agent = agent
+        self.settings = settings
+        self.cwd = (base_dir / settings.cwd) if settings.cwd else base_dir
+        program = settings.argv[0]
+        # A relative program path ("./agents/run.sh") means the config folder, not coalmine's cwd.
+        if os.sep in program and not os.path.isabs(program):
+            program = str((base_dir / program).resolve())
+        self.argv = [program, *settings.argv[1:]]
+
+    async def call(self, request: AgentRequest) -> AgentOutput:
+        """Run the program once with the prompt on stdin."""
+        env = {**os.environ, **self.settings.env}
+        try:
+            process = await anyio.open_process(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise self._error(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
+        stdout = bytearray()
+        stderr = bytearray()
+        dropped = 0
+        try:
+
+            async def feed() -> None:
+                assert process.stdin is not None
+                try:
+                    await process.stdin.send(request.prompt.encode("utf-8"))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    pass  # the agent exited without reading all of its input; its exit says why
+                finally:
+                    await process.stdin.aclose()
+
+            async def drain_stdout(stream: ByteReceiveStream) -> None:
+                nonlocal dropped
+                async for chunk in stream:
+                    room = self.settings.max_output_bytes - len(stdout)
+                    stdout.extend(chunk[: max(room, 0)])
+                    dropped += max(len(chunk) - max(room, 0), 0)
+
+            async def drain_stderr(stream: ByteReceiveStream) -> None:
+                async for chunk in stream:
+                    stderr.extend(chunk)
+                    del stderr[:-STDERR_TAIL_BYTES]
+
+            assert process.stdout is not None and process.stderr is not None
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(feed)
+                tg.start_soon(drain_stdout, process.stdout)
+                tg.start_soon(drain_stderr, process.stderr)
+            returncode = await process.wait()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _kill_group(process)
+        tail = stderr.decode("utf-8", errors="replace").strip() or None
+        if returncode != 0:
+            raise self._error(_describe_exit(returncode), exit_code=returncode, stderr_tail=tail)
+        text, warnings = _decode(bytes(stdout))
+        if dropped:
+            limit = self.settings.max_output_bytes
+            warnings.append(f"stdout was cut at {limit} bytes ({dropped} bytes dropped)")
+        return AgentOutput(text=text, warnings=warnings, exit_code=0, stderr_tail=tail)
+
+    async def aclose(self) -> None:
+        """Nothing stays open between calls."""
+
+    def _error(
+        self, message: str, *, exit_code: int | None = None, stderr_tail: str | None = None
+    ) -> ProviderError:
+        return ProviderError(
+            message,
+            agent=self.agent,
+            provider="command",
+            exit_code=exit_code,
+            stderr_tail=stderr_tail,
+        )
+
+
+async def _kill_group(process: Process) -> None:
+    """Kill the agent's process group (it leads its own session) and reap the leader."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    await process.wait()
+    await process.aclose()
+
+
+def _describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"crashed (killed by {name})"
+    return f"exited with code {returncode}"
+
+
+def _decode(data: bytes) -> tuple[str, list[str]]:
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+        return text, [f"stdout was not valid UTF-8: {bad} invalid byte sequence(s) replaced"]

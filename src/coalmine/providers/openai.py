@@ -1,0 +1,154 @@
+"""The ``openai`` provider: any OpenAI-compatible chat-completions endpoint, over httpx.
+
+The API key is read from the environment variable the config names (``api_key_env``) at call
+time and is never stored, logged or put in an error: messages are scrubbed of it. The spec's
+prompt is the user message byte for byte; the only other message is the agent's own system
+prompt (``system_prompt`` or ``system_prompt_file``), as production would send it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from coalmine.errors import ConfigError, ProviderError
+from coalmine.providers.base import AgentRequest, provider, redact
+from coalmine.results import AgentOutput
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAISettings(BaseModel):
+    """Settings of an ``openai`` agent (or judge)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    """Model name sent with each request."""
+    base_url: str = DEFAULT_BASE_URL
+    """Endpoint root, e.g. ``http://127.0.0.1:8000/v1`` for vLLM or llama.cpp."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (the key itself is never stored)."""
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    """Path of a file whose text is the system prompt (relative to the config file)."""
+    temperature: float | None = Field(None, ge=0)
+    max_tokens: int | None = Field(None, gt=0)
+    seed: int | None = None
+
+    @model_validator(mode="after")
+    def _one_system_prompt(self) -> OpenAISettings:
+        if self.system_prompt is not None and self.system_prompt_file is not None:
+            raise ValueError("give system_prompt or system_prompt_file, not both")
+        return self
+
+
+@provider("openai", settings=OpenAISettings)
+class OpenAIProvider:
+    """Calls ``POST {base_url}/chat/completions``."""
+
+    def __init__(self, *, agent: str, settings: BaseModel, base_dir: Path):
+        assert isinstance(settings, OpenAISettings)
+        self.agent = agent
+        self.settings = settings
+        self.url = settings.base_url.rstrip("/") + "/chat/completions"
+        self.system_prompt = settings.system_prompt
+        if settings.system_prompt_file is not None:
+            path = base_dir / settings.system_prompt_file
+            try:
+                self.system_prompt = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(
+                    f"agent {agent!r}: cannot read system_prompt_file {str(path)!r}: {exc.strerror}"
+                ) from None
+        self._client: httpx.AsyncClient | None = None
+
+    def _body(self, prompt: str) -> dict[str, Any]:
+        messages = []
+        if self.system_prompt is not None:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.append({"role": "user", "content": prompt})
+        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+        for key in ("temperature", "max_tokens", "seed"):
+            value = getattr(self.settings, key)
+            if value is not None:
+                body[key] = value
+        return body
+
+    def _api_key(self) -> str | None:
+        name = self.settings.api_key_env
+        if name is None:
+            return None
+        key = os.environ.get(name)
+        if not key:
+            raise self._error(
+                f"the environment variable {name} (api_key_env) is not set; "
+                f"export {name}=<your API key> and run again"
+            )
+        return key
+
+    async def call(self, request: AgentRequest) -> AgentOutput:
+        """Send one chat completion and return the first choice's text."""
+        key = self._api_key()
+        secrets = [key] if key else []
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(request.timeout or 600.0))
+        try:
+            response = await self._client.post(
+                self.url, json=self._body(request.prompt), headers=headers
+            )
+        except httpx.HTTPError as exc:
+            message = f"request to {self.url} failed: {type(exc).__name__}: {exc}"
+            raise self._error(redact(message, secrets)) from None
+        if response.status_code >= 400:
+            excerpt = response.text[:500].strip()
+            message = f"HTTP {response.status_code} from {self.url}: {excerpt}"
+            raise self._error(redact(message, secrets))
+        try:
+            payload = response.json()
+            text = _message_text(payload["choices"][0]["message"])
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            excerpt = redact(response.text[:300], secrets)
+            raise self._error(
+                f"unexpected response from {self.url} ({type(exc).__name__}: {exc}): {excerpt}"
+            ) from None
+        usage = payload.get("usage") if isinstance(payload, dict) else None
+        return AgentOutput(
+            text=text,
+            model=payload.get("model") or self.settings.model,
+            usage=_usage(usage),
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _error(self, message: str) -> ProviderError:
+        return ProviderError(message, agent=self.agent, provider="openai")
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones, in order
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if content is None and message.get("tool_calls"):
+        return json.dumps(message["tool_calls"])
+    if content is None:
+        return ""
+    raise TypeError(f"message content is {type(content).__name__}")
+
+
+def _usage(usage: Any) -> dict[str, int] | None:
+    if not isinstance(usage, dict):
+        return None
+    return {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}

@@ -1,0 +1,108 @@
+"""The ``python`` provider: call ``module:function(prompt, context)`` in-process.
+
+The module is imported with the config file's folder first on ``sys.path`` (so
+``agents.impl:run`` finds ``agents/impl.py`` beside coalmine.yaml). An async function is awaited;
+a sync one runs in a worker thread so a timeout can still be enforced (the thread is abandoned,
+since Python cannot kill a thread: use the ``command`` provider for agents that may hang hard).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import traceback
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field
+
+from coalmine.errors import ProviderError
+from coalmine.providers.base import AgentRequest, provider
+from coalmine.results import AgentOutput
+
+
+class PythonSettings(BaseModel):
+    """Settings of a ``python`` agent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    """``module:function``; the function takes ``(prompt)`` or ``(prompt, context)``."""
+
+
+@provider("python", settings=PythonSettings)
+class PythonProvider:
+    """Calls a Python function of the project."""
+
+    def __init__(self, *, agent: str, settings: BaseModel, base_dir: Path):
+        assert isinstance(settings, PythonSettings)
+        self.agent = agent
+        self.target = settings.target
+        self.base_dir = base_dir
+        self._function: Callable[..., Any] | None = None
+        self._wants_context = True
+
+    async def call(self, request: AgentRequest) -> AgentOutput:
+        """Call the function with the prompt (and the call context)."""
+        function = self._load()
+        args: tuple[Any, ...] = (request.prompt, request.context)
+        if not self._wants_context:
+            args = (request.prompt,)
+        try:
+            if inspect.iscoroutinefunction(function):
+                result = await function(*args)
+            else:
+                result = await anyio.to_thread.run_sync(
+                    partial(function, *args), abandon_on_cancel=True
+                )
+        except Exception as exc:  # noqa: BLE001 - the agent's own failure is recorded, not raised
+            tail = "".join(traceback.format_exception(exc)[-6:]).strip()
+            raise self._error(f"raised {type(exc).__name__}: {exc}", stderr_tail=tail) from None
+        if not isinstance(result, str):
+            raise self._error(f"returned {type(result).__name__}, expected str")
+        return AgentOutput(text=result)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+    def _load(self) -> Callable[..., Any]:
+        if self._function is not None:
+            return self._function
+        module_name, _, attr_path = self.target.partition(":")
+        folder = str(self.base_dir)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        try:
+            obj: Any = importlib.import_module(module_name)
+            for attr in attr_path.split("."):
+                obj = getattr(obj, attr)
+        except Exception as exc:  # noqa: BLE001 - any import failure is the agent's error
+            raise self._error(
+                f"cannot load {self.target!r} (from {folder}): {type(exc).__name__}: {exc}"
+            ) from None
+        if not callable(obj):
+            raise self._error(f"{self.target!r} is not callable")
+        function: Callable[..., Any] = obj
+        self._wants_context = _accepts_two_args(function)
+        self._function = function
+        return function
+
+    def _error(self, message: str, *, stderr_tail: str | None = None) -> ProviderError:
+        return ProviderError(message, agent=self.agent, provider="python", stderr_tail=stderr_tail)
+
+
+def _accepts_two_args(function: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    positional = [
+        p
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    return len(positional) >= 2 or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)

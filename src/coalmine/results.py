@@ -1,0 +1,131 @@
+"""The result contract shared by the runner, the reports and (later) the store.
+
+``CanaryRun`` is exactly the seed's ``canary-run-DATE.json`` shape, plus fields the seed allows
+us to add (``errored``, ``reason``, ``error``, ``failures``, judge model and prompt hash,
+``invalid_specs``). Graders return subclasses of ``Grade`` with their own fields; reading a file
+back parses every grade as a plain ``Grade`` that keeps the extra fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+
+SCHEMA_VERSION = 1
+
+Verdict = Literal["PASS", "FAIL", "ERROR"]
+"""PASS/FAIL judge the agent; ERROR means coalmine could not judge it (e.g. the judge failed)."""
+
+FailureReason = Literal["agent_error", "judge_error", "grader_error", "no_graders"]
+
+
+class AgentOutput(BaseModel):
+    """What an agent returned for one prompt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    """The response text (stdout of a command agent, the message of a model)."""
+    model: str | None = None
+    """The model that answered, when the provider reports one."""
+    warnings: list[str] = []
+    """Things worth knowing that did not stop grading (e.g. invalid UTF-8 was replaced)."""
+    exit_code: int | None = None
+    stderr_tail: str | None = None
+    usage: dict[str, int] | None = None
+    """Token counts when the provider reports them."""
+
+
+class Grade(BaseModel):
+    """One grader's result. Subclasses add the grader's own fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    score: float | None = None
+    """0..1; ``None`` when the grader was skipped."""
+    passed: bool | None = None
+    """Whether the score reached the grader's own threshold."""
+    weight: float = 1.0
+    """The weight the spec gave this grader (before normalisation)."""
+    skipped: bool | None = None
+    reason: str | None = None
+    """Why the grader was skipped."""
+
+    def explain(self) -> str:
+        """Say what cost points (missing keywords, sections, weak criteria); empty if nothing."""
+        return ""
+
+
+class CaseResult(BaseModel):
+    """The result of one canary."""
+
+    id: str
+    phase: str
+    title: str
+    agent: str
+    verdict: Verdict
+    composite_score: float | None
+    """Σ weight·score over the graders that ran, weights normalised; 0 on an agent error."""
+    grader_scores: dict[str, SerializeAsAny[Grade]] = {}
+    duration_seconds: float
+    reason: FailureReason | None = None
+    error: str | None = None
+    failures: list[str] = []
+    """Why the canary failed, one line per cause (grader, keyword, section or criterion)."""
+    output: str | None = None
+    """The agent's response (cut at ``OUTPUT_LIMIT`` characters; see ``output_truncated``)."""
+    output_truncated: bool | None = None
+    warnings: list[str] = []
+    spec_path: str | None = None
+
+
+class InvalidSpecRecord(BaseModel):
+    """A spec that could not be run, and why."""
+
+    path: str
+    line: int | None
+    id: str | None
+    reason: str
+
+
+class RunTotals(BaseModel):
+    """The summary block of a run."""
+
+    total: int
+    passed: int
+    failed: int
+    composite_score: float | None
+    """Mean of the canaries' composites (canaries in ERROR have none and are left out)."""
+    errored: int = 0
+    invalid: int = 0
+
+
+class JudgeInfo(BaseModel):
+    """Which judge graded the run."""
+
+    mode: Literal["agent", "none", "disabled", "unset"]
+    agent: str | None = None
+    provider: str | None = None
+
+
+class CanaryRun(BaseModel):
+    """A whole canary run: the content of ``bench/results/canary-run-DATE.json``."""
+
+    run_id: str
+    timestamp: str
+    summary: RunTotals
+    results: list[CaseResult]
+    invalid_specs: list[InvalidSpecRecord] = []
+    interrupted: bool = False
+    judge: JudgeInfo | None = None
+    duration_seconds: float = 0.0
+    coalmine_version: str | None = None
+    schema_version: int = Field(SCHEMA_VERSION)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return the JSON form (``None`` fields left out)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+OUTPUT_LIMIT = 65536

@@ -1,0 +1,1 @@
+"""The runner: the one place that wires config, specs, providers, graders and reports."""

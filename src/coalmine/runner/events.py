@@ -1,0 +1,81 @@
+"""Lifecycle events (frozen, so adding a field never breaks a subscriber) and ``Hooks``.
+
+A display or a plugin subclasses ``Hooks`` and overrides what it needs. A hook that raises is
+logged and never fails the run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from coalmine.results import CanaryRun, CaseResult
+
+log = logging.getLogger("coalmine")
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """A run is about to call its first agent."""
+
+    total: int
+    """How many canaries will run."""
+    invalid: int
+    judge: str | None
+    """Who judges (agent name), or ``None`` when llm-judge graders are skipped."""
+
+
+@dataclass(frozen=True)
+class CaseStart:
+    """A canary's agent is being called."""
+
+    index: int
+    total: int
+    case_id: str
+    agent: str
+
+
+@dataclass(frozen=True)
+class CaseEnd:
+    """A canary finished and was graded."""
+
+    index: int
+    total: int
+    result: CaseResult
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """The run finished (or was interrupted) and its result file was written."""
+
+    run: CanaryRun
+    results_path: Path | None
+
+
+class Hooks:
+    """Subscriber to run events; every method is a no-op by default."""
+
+    async def on_run_start(self, event: RunStart) -> None:
+        """Called once before the first case."""
+
+    async def on_case_start(self, event: CaseStart) -> None:
+        """Called as each case starts."""
+
+    async def on_case_end(self, event: CaseEnd) -> None:
+        """Called as each case ends."""
+
+    async def on_run_end(self, event: RunEnd) -> None:
+        """Called once at the end."""
+
+
+async def emit(
+    hooks: Sequence[Hooks], name: str, event: RunStart | CaseStart | CaseEnd | RunEnd
+) -> None:
+    """Call ``name`` on every subscriber; a failing subscriber is logged, never raised."""
+    for hook in hooks:
+        try:
+            await getattr(hook, name)(event)
+        except Exception:  # noqa: BLE001 - a hook failure never fails the run
+            log.warning("hook %s.%s failed", type(hook).__name__, name, exc_info=True)

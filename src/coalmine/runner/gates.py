@@ -1,0 +1,76 @@
+"""The canary gate: composite score, PASS/FAIL, the reasons for a FAIL, and the exit code.
+
+``composite = Σ w·score / Σ w`` over the graders that ran (weights normalised; a skipped grader
+drops out and the others are renormalised). **PASS iff composite ≥ 0.7 and no grader score
+< 0.5.** Comparisons allow 1e-9 of floating-point error, so 0.1+0.2+0.4 counts as 0.7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from coalmine.results import CanaryRun, Grade
+
+PASS_COMPOSITE = 0.7
+GRADER_FLOOR = 0.5
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """The verdict of one canary and why."""
+
+    verdict: Literal["PASS", "FAIL"]
+    composite: float
+    failures: list[str]
+
+
+def composite_score(weighted: Sequence[tuple[float, float]]) -> float:
+    """Return ``Σ w·s / Σ w`` for ``(weight, score)`` pairs; raises on an empty or zero sum."""
+    total = sum(w for w, _ in weighted)
+    if total <= 0:
+        raise ValueError("weights must sum to more than 0")
+    return sum(w * s for w, s in weighted) / total
+
+
+def decide(grades: Mapping[str, Grade], thresholds: Mapping[str, float]) -> GateDecision:
+    """Decide PASS/FAIL from the grades that ran (``score is not None``).
+
+    Args:
+        grades: key in ``grader_scores`` → grade.
+        thresholds: the same keys → the grader's own pass threshold, used to explain a FAIL.
+    """
+    ran = {k: g for k, g in grades.items() if g.score is not None}
+    composite = composite_score([(g.weight, g.score) for g in ran.values() if g.score is not None])
+    below_floor = {k: g for k, g in ran.items() if (g.score or 0.0) < GRADER_FLOOR - EPSILON}
+    passed = composite >= PASS_COMPOSITE - EPSILON and not below_floor
+    if passed:
+        return GateDecision("PASS", composite, [])
+    failures = []
+    if composite < PASS_COMPOSITE - EPSILON:
+        failures.append(f"composite {composite:.2f} < {PASS_COMPOSITE:.2f}")
+    for key, grade in ran.items():
+        score = grade.score or 0.0
+        detail = grade.explain()
+        suffix = f": {detail}" if detail else ""
+        if key in below_floor:
+            failures.append(
+                f"{key} scored {score:.2f}, below the {GRADER_FLOOR:.2f} floor every grader "
+                f"must reach{suffix}"
+            )
+        elif score < thresholds.get(key, 0.0) - EPSILON:
+            failures.append(f"{key} {score:.2f} < {thresholds[key]:.2f}{suffix}")
+    return GateDecision("FAIL", composite, failures)
+
+
+def exit_code(run: CanaryRun) -> int:
+    """0 when every canary passed, 1 when one did not, 2 on an invalid spec, 3 if interrupted."""
+    if run.interrupted:
+        return 3
+    if run.invalid_specs:
+        return 2
+    if any(r.verdict != "PASS" for r in run.results) or not run.results:
+        return 1
+    return 0
