@@ -90,12 +90,12 @@ EU, so GDPR applies to every personal data flow.
 
 ## 5. Prioritization (MoSCoW)
 
-| Priority | Requirements | Business impact |
-|----------|--------------|-----------------|
-| Must have | FR-CAT-1, FR-CAT-3, FR-CART-1, FR-CHK-1..3, FR-ORD-1, FR-ACC-1, FR-ACC-3, NFR-1..6 | no revenue or legal exposure without them |
-| Should have | FR-CAT-2, FR-CART-2, FR-ORD-2, NFR-7 | conversion and retention |
-| Could have | FR-CART-3 VAT breakdown per line | nicer cart page |
-| Won't have (this release) | wish lists, product reviews, loyalty points | later releases |
+- **Must have** (no revenue, or legal exposure, without them): FR-CAT-1, FR-CAT-3, FR-CART-1,
+  FR-CHK-1..3, FR-ORD-1, FR-ACC-1, FR-ACC-3, NFR-1..6.
+- **Should have** (conversion and retention): FR-CAT-2, FR-CART-2, FR-ORD-2, NFR-7.
+- **Could have** (a nicer cart page): the VAT breakdown per line of FR-CART-3.
+- **Won't have this release** (business impact too low for now): wish lists, product reviews,
+  loyalty points.
 
 ## 6. Assumptions and Open Questions
 
@@ -120,14 +120,17 @@ payments, EU data residency in West Europe) without the operational cost of micr
 
 ## Components
 
-| Component | Responsibility |
-|-----------|----------------|
-| API (FastAPI, modular monolith) | modules `catalog`, `cart`, `checkout`, `orders`, `accounts`, each with its own router, service layer and tables |
-| PostgreSQL (Azure Database for PostgreSQL, West Europe) | system of record for products, carts, orders, customers |
-| Redis (Azure Cache for Redis) | cache for catalog reads and category listings, cart sessions, rate-limit counters |
-| Queue (Azure Service Bus) | order events, emails, Stripe webhook processing off the request path |
-| Worker (same codebase, separate process) | consumes the queue: confirmations, stock sync, GDPR export/deletion jobs |
-| Stripe | payments; card data never touches our servers |
+- **API** (FastAPI, modular monolith): modules `catalog`, `cart`, `checkout`, `orders` and
+  `accounts`, each with its own router, service layer and tables.
+- **PostgreSQL** (Azure Database for PostgreSQL, West Europe): system of record for products,
+  carts, orders and customers.
+- **Redis** (Azure Cache for Redis): cache for catalog reads and category listings, cart
+  sessions, rate-limit counters.
+- **Queue** (Azure Service Bus): order events, emails and Stripe webhook processing, off the
+  request path.
+- **Worker** (same codebase, separate process): consumes the queue for confirmations, stock
+  sync and GDPR export/deletion jobs.
+- **Stripe**: payments; card data never touches our servers.
 
 Modules talk through Python interfaces, never through each other's tables, so a module can be
 extracted later if load or team size ever justifies it.
@@ -163,9 +166,11 @@ extracted later if load or team size ever justifies it.
 
 | Choice | Gain | Cost |
 |--------|------|------|
-| Modular monolith over microservices | one deploy, one database, simple local dev | modules share a release cadence |
-| Redis cache for the catalog | fast reads at peak | stale prices for up to 60 s (checkout re-reads prices) |
-| Service Bus queue | resilience to provider slowness | eventual consistency of emails and stock |
+| Modular monolith, not microservices | one deploy, one database | one release cadence |
+| Redis cache for the catalog | fast reads at peak | prices stale up to 60 s |
+| Service Bus queue | resilience to slow providers | eventual consistency of emails |
+
+Checkout always re-reads prices from PostgreSQL, so a stale cached price is never charged.
 
 ## Architecture Decisions
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-ANSWER = '''\
+ANSWER = """\
 # Product CRUD Endpoints
 
 Handlers implement create, read, list, update and delete for products with the requested status
@@ -204,7 +204,7 @@ async def test_invalid_body_is_422(client: AsyncClient, field: str, value: objec
 
 The test database is created per session in `conftest.py` (SQLite via aiosqlite, or a
 throwaway PostgreSQL in CI).
-'''
+"""
 
 
 def run(prompt: str, context: Any = None) -> str:

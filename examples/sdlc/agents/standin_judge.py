@@ -74,12 +74,19 @@ def parse_prompt(prompt: str) -> tuple[str, dict[str, str]]:
             break
     listed: list[str] = []
     # The criteria come after the response (a "Criteria:" line inside the response is material).
+    # They end at a blank line, unless the next line is one more "- " criterion (a description
+    # written as a folded YAML block ends in a newline, which leaves a blank line behind it).
     if "Criteria:" in lines[end:]:
-        for line in lines[lines.index("Criteria:", end) + 1 :]:
+        rest = lines[lines.index("Criteria:", end) + 1 :]
+        for i, line in enumerate(rest):
             if not line.strip():
+                if i + 1 < len(rest) and rest[i + 1].startswith("- "):
+                    continue
                 break
             if line.startswith("- "):
                 listed.append(line[2:])
+            elif listed:
+                listed[-1] += " " + line.strip()
     criteria: dict[str, str] = {}
     for item in listed:
         name = next((n for n in names if item == n or item.startswith(n + ": ")), None)

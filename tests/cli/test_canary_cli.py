@@ -1,0 +1,225 @@
+"""``coalmine canary run|list`` end to end, as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.helpers.project import Project
+
+ECHO_INJECTION = "import sys\nsys.stdin.read()\nprint('SQL injection in login()')\n"
+
+
+def qa_project(project: Project, body: str = ECHO_INJECTION) -> None:
+    argv = project.agent_script("qa", body)
+    project.config({"agents": {"QA Coordinator": {"provider": "command", "argv": argv}}})
+
+
+def test_second_run_same_day_writes_dash_2_and_never_overwrites(project: Project) -> None:
+    qa_project(project)
+    project.canary("qa-001-login")
+    first = project.run_cli("canary", "run", "--display", "none")
+    second = project.run_cli("canary", "run", "--display", "none")
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    names = [p.name for p in project.results()]
+    assert len(names) == 2
+    stem = min(names, key=len).removesuffix(".json")
+    assert stem.startswith("canary-run-20")
+    assert sorted(names) == sorted([f"{stem}.json", f"{stem}-2.json"])
+    for path in project.results():
+        assert json.loads(path.read_text())["run_id"] == path.stem
+    assert f"{stem}.json" in first.stdout
+    assert f"{stem}-2.json" in second.stdout
+
+
+def test_format_json_prints_exactly_the_result_file(project: Project) -> None:
+    qa_project(project)
+    project.canary("qa-001-login")
+    proc = project.run_cli("canary", "run", "--format", "json", "--display", "none")
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert printed == project.last_result()
+    assert set(printed) >= {"run_id", "timestamp", "summary", "results"}
+    result = printed["results"][0]
+    assert set(result) >= {
+        "id", "phase", "title", "agent", "verdict", "composite_score", "grader_scores",
+        "duration_seconds",
+    }  # fmt: skip
+    assert result["grader_scores"]["keyword"] == {
+        "score": 1.0,
+        "passed": True,
+        "weight": 1.0,
+        "matched": 1,
+        "required": 1,
+        "forbidden_found": [],
+        "missing": [],
+    }
+
+
+def test_selectors_pick_one_and_reject_unknown_or_ambiguous(project: Project) -> None:
+    qa_project(project)
+    project.canary("qa-001-login")
+    project.canary("qa-002-logout")
+    project.canary("qa-002-session")
+    one = project.run_cli("canary", "run", "qa-001", "--format", "json", "--display", "none")
+    assert one.returncode == 0, one.stderr
+    assert [r["id"] for r in json.loads(one.stdout)["results"]] == ["qa-001-login"]
+
+    unknown = project.run_cli("canary", "run", "qa-009")
+    assert unknown.returncode == 2
+    assert "no canary matches 'qa-009'" in unknown.stderr
+    assert "qa-001-login, qa-002-logout, qa-002-session" in unknown.stderr
+
+    ambiguous = project.run_cli("canary", "run", "qa-002")
+    assert ambiguous.returncode == 2
+    assert "ambiguous" in ambiguous.stderr and "qa-002-logout, qa-002-session" in ambiguous.stderr
+
+
+def test_failures_are_explained_and_exit_1(project: Project) -> None:
+    qa_project(project, "import sys\nsys.stdin.read()\nprint('All good, TODO later')\n")
+    project.canary(
+        "qa-001-login",
+        graders=[
+            {"type": "keyword", "config": {"required": ["injection", "xss"], "forbidden": ["todo"]}}
+        ],
+    )
+    proc = project.run_cli("canary", "run", "--display", "none")
+    assert proc.returncode == 1
+    assert "| qa-001 | qa | Qa 001 Login | QA Coordinator | 0.00 | ❌ FAIL |" in proc.stdout
+    assert "missing keywords 'injection', 'xss'" in proc.stdout
+    assert "forbidden found 'todo'" in proc.stdout
+
+
+def test_timeout_is_agent_error_fail(project: Project) -> None:
+    qa_project(project, "import sys, time\nsys.stdin.read()\ntime.sleep(60)\n")
+    project.canary("qa-001-login", timeout=0.5)
+    proc = project.run_cli("canary", "run", "--display", "none")
+    assert proc.returncode == 1
+    result = project.last_result()["results"][0]
+    assert result["verdict"] == "FAIL"
+    assert result["reason"] == "agent_error"
+    assert result["composite_score"] == 0.0
+    assert "timed out after 0.5s" in result["error"]
+
+
+def test_missing_config_and_typos_are_exit_2_with_file_and_line(project: Project) -> None:
+    project.canary("qa-001-login")
+    missing = project.run_cli("canary", "run")
+    assert missing.returncode == 2
+    assert "no coalmine.yaml" in missing.stderr
+
+    project.config(
+        "agents:\n"
+        "  QA Coordinator:\n"
+        "    provider: command\n"
+        "    argvs: [python3, qa.py]\n"
+    )
+    typo = project.run_cli("canary", "run")
+    assert typo.returncode == 2
+    assert "coalmine.yaml:4: agent 'QA Coordinator': unknown key 'argvs'" in typo.stderr
+    assert "did you mean 'argv'?" in typo.stderr
+
+
+def test_unknown_agent_in_routing_names_the_choices(project: Project) -> None:
+    project.config(
+        "agents:\n"
+        "  QA Coordinator: {provider: command, argv: [python3, qa.py]}\n"
+        "routing:\n"
+        "  qa: QA Coordinater\n"
+    )
+    project.canary("qa-001-login")
+    proc = project.run_cli("canary", "list")
+    assert proc.returncode == 2
+    assert "coalmine.yaml:4: routing.qa: unknown agent 'QA Coordinater'" in proc.stderr
+    assert "(did you mean 'QA Coordinator'?)" in proc.stderr
+
+
+def test_list_shows_agents_and_invalid_specs(project: Project) -> None:
+    qa_project(project)
+    project.canary("qa-001-login")
+    project.canary(
+        "rel-001-notes", raw="id: rel-001-notes\nphase: relase\ntitle: t\nprompt: p\n"
+        "expected: {graders: [{type: keyword}]}\n"
+    )
+    proc = project.run_cli("canary", "list")
+    assert proc.returncode == 2
+    assert "qa-001-login  qa     QA Coordinator  command   keyword" in proc.stdout
+    assert "rel-001-notes.yaml:2: unknown phase 'relase' (did you mean 'release'?)" in proc.stderr
+
+
+def test_jobs_run_canaries_concurrently(project: Project) -> None:
+    body = (
+        "import sys, time, pathlib\n"
+        "prompt = sys.stdin.read()\n"
+        "log = pathlib.Path('times.log')\n"
+        "start = time.time(); time.sleep(0.6)\n"
+        "with log.open('a') as f: f.write(f'{start} {time.time()}\\n')\n"
+        "print('injection')\n"
+    )
+    qa_project(project, body)
+    for n in range(3):
+        project.canary(f"qa-00{n}-c")
+    proc = project.run_cli("canary", "run", "--jobs", "3", "--display", "none")
+    assert proc.returncode == 0, proc.stderr
+    spans = [tuple(map(float, ln.split())) for ln in (project.root / "times.log").read_text().split("\n") if ln]
+    assert len(spans) == 3
+    # With three jobs every run starts before any run ends: the spans overlap.
+    assert max(s for s, _ in spans) < min(e for _, e in spans)
+
+
+def test_ctrl_c_keeps_finished_canaries_and_exits_3(project: Project) -> None:
+    body = (
+        "import os, sys, time\n"
+        "prompt = sys.stdin.read()\n"
+        "if 'slow' in prompt:\n"
+        "    open('slow.pid', 'w').write(str(os.getpid()))\n"
+        "    time.sleep(120)\n"
+        "print('injection')\n"
+    )
+    qa_project(project, body)
+    project.canary("qa-001-fast", prompt="fast one")
+    project.canary("qa-002-slow", prompt="slow one")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coalmine", "canary", "run", "--root", str(project.root),
+         "--display", "plain"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    pid_file = project.root / "slow.pid"
+    deadline = time.monotonic() + 20
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pid_file.exists(), "the slow agent never started"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 3, stderr
+    assert "interrupted: 1 of 2 canaries finished" in stderr
+    data = project.last_result()
+    assert data["interrupted"] is True
+    assert [r["id"] for r in data["results"]] == ["qa-001-fast"]
+    assert "qa-001" in stdout and "qa-002" not in stdout.split("### ")[0].split("**Summary")[0]
+    slow_pid = int(pid_file.read_text())
+    assert not _alive(slow_pid), "the interrupted agent's process was left running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "State:\tZ" in status.read_text())
+
+
+def test_python_dash_m_and_version() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "coalmine", "--version"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("coalmine, version ")

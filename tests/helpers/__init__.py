@@ -1,0 +1,1 @@
+"""Test helpers: a real loopback OpenAI-compatible server and small project builders."""

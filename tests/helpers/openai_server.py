@@ -1,0 +1,122 @@
+"""A small OpenAI-compatible chat-completions server on 127.0.0.1, for real HTTP tests.
+
+It speaks real HTTP over a real socket (no transport mocking): tests queue replies, then read
+back every request the server received, headers and JSON body included.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted answer: a chat completion with ``text``, or a raw status and body."""
+
+    text: str | None = None
+    status: int = 200
+    body: str | bytes | None = None
+    delay: float = 0.0
+    model: str = "fake-model"
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+    )
+
+    def payload(self) -> bytes:
+        if self.body is not None:
+            return self.body if isinstance(self.body, bytes) else self.body.encode()
+        return json.dumps(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": self.text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": self.usage,
+            }
+        ).encode()
+
+
+@dataclass
+class Received:
+    """A request the server got."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeOpenAI:
+    """The server; use it as a context manager (the ``openai_server`` fixture does)."""
+
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[Received] = []
+        self.default: Callable[[Received], Reply] = lambda r: Reply(text="default reply")
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+                length = int(self.headers.get("Content-Length", "0"))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                received = Received("POST", self.path, dict(self.headers.items()), body)
+                with server._lock:
+                    server.requests.append(received)
+                    reply = server.replies.popleft() if server.replies else None
+                if reply is None:
+                    reply = server.default(received)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                data = reply.payload()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def enqueue(self, *replies: Reply | str) -> None:
+        """Queue replies, answered in order; a string is a completion with that text."""
+        for reply in replies:
+            self.replies.append(Reply(text=reply) if isinstance(reply, str) else reply)
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
