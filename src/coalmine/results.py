@@ -107,6 +107,14 @@ class JudgeInfo(BaseModel):
     mode: Literal["agent", "none", "disabled", "unset"]
     agent: str | None = None
     provider: str | None = None
+    model: str | None = None
+
+    def describe(self) -> str | None:
+        """``name (provider, model)`` of the judge, or ``None`` when there is none."""
+        if self.agent is None:
+            return None
+        detail = ", ".join(p for p in (self.provider, self.model) if p)
+        return f"{self.agent} ({detail})" if detail else self.agent
 
 
 class CanaryRun(BaseModel):

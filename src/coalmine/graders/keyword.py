@@ -16,7 +16,8 @@ from coalmine.results import Grade
 
 THRESHOLD = 0.8
 
-Keyword = Annotated[str, Field(min_length=1)]
+# A blank keyword would match almost any text.
+Keyword = Annotated[str, Field(pattern=r"\S")]
 
 
 class KeywordConfig(BaseModel):

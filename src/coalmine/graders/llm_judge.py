@@ -27,6 +27,8 @@ THRESHOLD = 0.7
 ALLOWED_SCORES = (0.0, 0.5, 1.0)
 ATTEMPTS = 2
 
+Name = Annotated[str, Field(pattern=r"\S")]
+
 
 class JudgeConfig(BaseModel):
     """Config of an ``llm-judge`` grader."""
@@ -70,7 +72,7 @@ def build_judge_prompt(task: str, response: str, criteria: dict[str, str]) -> st
     ).hexdigest()[:16]
     task_tag, response_tag = f"task-{digest}", f"response-{digest}"
     listed = "\n".join(
-        f"- {name}: {description}" if description else f"- {name}"
+        f"- {name}: {' '.join(description.split())}" if description.strip() else f"- {name}"
         for name, description in criteria.items()
     )
     example = json.dumps(

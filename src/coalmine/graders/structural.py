@@ -3,7 +3,8 @@
 A section is found when a heading or label of the response contains it, case-insensitively.
 Headings and labels are: markdown ATX (``# …``) and setext headings, HTML ``<h1>``–``<h6>``, a
 line that is wholly bold (``**…**`` or ``__…__``, with or without a trailing colon), and the text
-before the first colon of a line when that text is at most 80 characters. Lines inside fenced
+before the first colon of a line when that text is at most 80 characters (a label's colon is
+followed by a space or ends the line, so ``https://`` and ``10:30`` make no labels). Lines inside fenced
 code blocks are code, not headings. ``score = found / required``; passes at ``>= 0.7``.
 """
 
@@ -22,12 +23,16 @@ THRESHOLD = 0.7
 LABEL_MAX_CHARS = 80
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_ATX = re.compile(r"^\s{0,3}#{1,6}(?:\s+(.*?))?\s*#*\s*$")
+# A closing run of #s is markup only after a space (CommonMark): "## Using C#" keeps its "#".
+_ATX = re.compile(r"^\s{0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT_UNDERLINE = re.compile(r"^\s{0,3}(=+|-+)\s*$")
 _HTML_HEADING = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1\s*>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[^>]+>")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _BOLD_LINE = re.compile(r"^(\*\*|__)(.+?)\1\s*:?\s*$")
+# A label's colon ends the label: it is followed by a space or the end of the line, so the
+# colons of "https://…" and "10:30" do not make labels.
+_LABEL = re.compile(r"^([^:]*?\S[^:]*?):[*_`]*(?:\s|$)")
 
 
 class StructuralConfig(BaseModel):
@@ -57,16 +62,17 @@ def extract_headings(text: str) -> list[str]:
     """Return the headings and labels of a markdown/HTML/plain-text response, in order."""
     headings: list[str] = []
     lines = text.splitlines()
-    in_fence: str | None = None
+    in_fence: str | None = None  # the opening fence; only a run as long or longer closes it
     for i, raw in enumerate(lines):
         fence = _FENCE.match(raw)
         if fence:
-            marker = fence.group(1)[0]
+            run = fence.group(1)
             if in_fence is None:
-                in_fence = marker
-            elif in_fence == marker:
+                in_fence = run
+                continue
+            if run[0] == in_fence[0] and len(run) >= len(in_fence) and not raw.strip()[len(run):]:
                 in_fence = None
-            continue
+                continue
         if in_fence is not None:
             continue
         for match in _HTML_HEADING.finditer(raw):
@@ -84,9 +90,9 @@ def extract_headings(text: str) -> list[str]:
         if bold:
             headings.append(bold.group(2).rstrip(":"))
             continue
-        before, colon, _ = line.partition(":")
-        if colon and before.strip() and len(before.strip()) <= LABEL_MAX_CHARS:
-            headings.append(before.strip().strip("*_` "))
+        label = _LABEL.match(line)
+        if label and len(label.group(1).strip()) <= LABEL_MAX_CHARS:
+            headings.append(label.group(1).strip().strip("*_` "))
     return [" ".join(h.split()) for h in headings if h.strip()]
 
 

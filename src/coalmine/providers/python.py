@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import anyio.to_thread
@@ -59,7 +60,7 @@ class PythonProvider:
                 result = await anyio.to_thread.run_sync(
                     partial(function, *args), abandon_on_cancel=True
                 )
-        except Exception as exc:  # noqa: BLE001 - the agent's own failure is recorded, not raised
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the agent's failure is recorded
             tail = "".join(traceback.format_exception(exc)[-6:]).strip()
             raise self._error(f"raised {type(exc).__name__}: {exc}", stderr_tail=tail) from None
         if not isinstance(result, str):
@@ -76,6 +77,15 @@ class PythonProvider:
         folder = str(self.base_dir)
         if folder not in sys.path:
             sys.path.insert(0, folder)
+        top = sys.modules.get(module_name.split(".")[0])
+        if top is not None and not _defined_under(top, self.base_dir):
+            # Python caches modules by name: a second project's "agents" package would
+            # silently be the first one's. Say so rather than call the wrong function.
+            raise self._error(
+                f"cannot load {self.target!r}: a module named {top.__name__!r} is already "
+                f"imported from {_origin(top)}, not from {folder}; give the package a "
+                "name of its own"
+            )
         try:
             obj: Any = importlib.import_module(module_name)
             for attr in attr_path.split("."):
@@ -93,6 +103,16 @@ class PythonProvider:
 
     def _error(self, message: str, *, stderr_tail: str | None = None) -> ProviderError:
         return ProviderError(message, agent=self.agent, provider="python", stderr_tail=stderr_tail)
+
+
+def _origin(module: ModuleType) -> str:
+    paths = [getattr(module, "__file__", None), *list(getattr(module, "__path__", []))]
+    return next((str(p) for p in paths if p), "an unknown place")
+
+
+def _defined_under(module: ModuleType, folder: Path) -> bool:
+    paths = [getattr(module, "__file__", None), *list(getattr(module, "__path__", []))]
+    return any(p and Path(p).resolve().is_relative_to(folder.resolve()) for p in paths)
 
 
 def _accepts_two_args(function: Callable[..., Any]) -> bool:

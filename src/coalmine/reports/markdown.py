@@ -46,6 +46,11 @@ def render_markdown(run: CanaryRun, *, results_path: Path | None, date: str) -> 
     if results_path is not None:
         parts.append(f"Results saved to {results_path}")
     lines.append("**Summary:** " + " | ".join(parts))
+    if run.judge is not None and run.judge.describe():
+        lines.append(
+            f"**Judge:** {run.judge.describe()} — set `judge:` in coalmine.yaml to grade the "
+            "llm-judge criteria with another model"
+        )
     if run.interrupted:
         lines += ["", "**Interrupted:** only the canaries above finished; the others did not run."]
     problems = [r for r in run.results if r.verdict != "PASS"]

@@ -100,7 +100,7 @@ async def run_canaries(
         if judge is not None:
             providers["\0judge"] = judge
         total = len(plan.canaries)
-        await emit(hooks, "on_run_start", RunStart(total, len(plan.invalid), judge_info.agent))
+        await emit(hooks, "on_run_start", RunStart(total, len(plan.invalid), judge_info.describe()))
 
         async def work(index: int, canary: PlannedCanary) -> None:
             await emit(
@@ -295,7 +295,10 @@ def _judge_info(config: Config, no_judge: bool) -> JudgeInfo:
     if no_judge:
         return JudgeInfo(mode="disabled")
     if config.judge is not None:
-        return JudgeInfo(mode="agent", agent=config.judge.name, provider=config.judge.provider)
+        model = getattr(config.judge.settings, "model", None)
+        return JudgeInfo(
+            mode="agent", agent=config.judge.name, provider=config.judge.provider, model=model
+        )
     return JudgeInfo(mode="none" if config.judge_mode == "none" else "unset")
 
 

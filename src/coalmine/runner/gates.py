@@ -45,6 +45,7 @@ def decide(grades: Mapping[str, Grade], thresholds: Mapping[str, float]) -> Gate
     ran = {k: g for k, g in grades.items() if g.score is not None}
     composite = composite_score([(g.weight, g.score) for g in ran.values() if g.score is not None])
     below_floor = {k: g for k, g in ran.items() if (g.score or 0.0) < GRADER_FLOOR - EPSILON}
+    composite = round(composite, 6)  # what is written and shown; 1e-6 cannot flip a verdict
     passed = composite >= PASS_COMPOSITE - EPSILON and not below_floor
     if passed:
         return GateDecision("PASS", composite, [])
