@@ -2,7 +2,9 @@ from tests.helpers.project import Project
 
 
 def test_cli_runs_a_canary_end_to_end(project: Project) -> None:
-    argv = project.agent_script("qa", "import sys\nsys.stdin.read()\nprint('SQL injection found')\n")
+    argv = project.agent_script(
+        "qa", "import sys\nsys.stdin.read()\nprint('SQL injection found')\n"
+    )
     project.config({"agents": {"QA Coordinator": {"provider": "command", "argv": argv}}})
     project.canary("qa-001-login")
     proc = project.run_cli("canary", "run")

@@ -102,9 +102,7 @@ def load_yaml(path: Path, *, text: str | None = None) -> Document:
     return Document(path, data, lines, node.start_mark.line + 1)
 
 
-def _construct(
-    loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path
-) -> Any:
+def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
         out: dict[Any, Any] = {}

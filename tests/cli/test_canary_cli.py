@@ -114,10 +114,7 @@ def test_missing_config_and_typos_are_exit_2_with_file_and_line(project: Project
     assert "no coalmine.yaml" in missing.stderr
 
     project.config(
-        "agents:\n"
-        "  QA Coordinator:\n"
-        "    provider: command\n"
-        "    argvs: [python3, qa.py]\n"
+        "agents:\n  QA Coordinator:\n    provider: command\n    argvs: [python3, qa.py]\n"
     )
     typo = project.run_cli("canary", "run")
     assert typo.returncode == 2
@@ -143,8 +140,9 @@ def test_list_shows_agents_and_invalid_specs(project: Project) -> None:
     qa_project(project)
     project.canary("qa-001-login")
     project.canary(
-        "rel-001-notes", raw="id: rel-001-notes\nphase: relase\ntitle: t\nprompt: p\n"
-        "expected: {graders: [{type: keyword}]}\n"
+        "rel-001-notes",
+        raw="id: rel-001-notes\nphase: relase\ntitle: t\nprompt: p\n"
+        "expected: {graders: [{type: keyword}]}\n",
     )
     proc = project.run_cli("canary", "list")
     assert proc.returncode == 2
@@ -166,7 +164,11 @@ def test_jobs_run_canaries_concurrently(project: Project) -> None:
         project.canary(f"qa-00{n}-c")
     proc = project.run_cli("canary", "run", "--jobs", "3", "--display", "none")
     assert proc.returncode == 0, proc.stderr
-    spans = [tuple(map(float, ln.split())) for ln in (project.root / "times.log").read_text().split("\n") if ln]
+    spans = [
+        tuple(map(float, ln.split()))
+        for ln in (project.root / "times.log").read_text().split("\n")
+        if ln
+    ]
     assert len(spans) == 3
     # With three jobs every run starts before any run ends: the spans overlap.
     assert max(s for s, _ in spans) < min(e for _, e in spans)

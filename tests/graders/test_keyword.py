@@ -12,7 +12,9 @@ from coalmine.graders.keyword import KeywordConfig, KeywordGrade, score_keywords
 
 def test_all_required_matched_scores_one() -> None:
     config = KeywordConfig(required=["SQL injection", "parameterized", "login"])
-    grade = score_keywords("The login handler has SQL injection; use parameterized queries.", config)
+    grade = score_keywords(
+        "The login handler has SQL injection; use parameterized queries.", config
+    )
     # 3 matched, 0 forbidden, 3 required: (3 - 0) / 3 = 1.0
     assert grade.score == 1.0
     assert grade.passed is True
@@ -36,7 +38,7 @@ def test_forbidden_keyword_costs_one_required() -> None:
     grade = score_keywords("Found XSS and CSRF. Otherwise it looks good.", config)
     # matched xss, csrf = 2; forbidden found = 1; required = 3: (2 - 1) / 3 = 0.3333
     assert grade.score == pytest.approx(1 / 3)
-    assert round(grade.score, 4) == 0.3333
+    assert grade.score is not None and round(grade.score, 4) == 0.3333
     assert grade.passed is False
     assert grade.matched == 2
     assert grade.required == 3
@@ -45,7 +47,9 @@ def test_forbidden_keyword_costs_one_required() -> None:
 
 
 def test_more_forbidden_than_matched_clamps_at_zero() -> None:
-    config = KeywordConfig(required=["rollback", "canary"], forbidden=["yolo", "skip tests", "lgtm"])
+    config = KeywordConfig(
+        required=["rollback", "canary"], forbidden=["yolo", "skip tests", "lgtm"]
+    )
     grade = score_keywords("rollback? LGTM, yolo, skip tests.", config)
     # matched 1 (rollback), forbidden 3: (1 - 3) / 2 = -1.0, clamped by max(0, ...) to 0.0
     assert grade.score == 0.0
@@ -90,7 +94,9 @@ def test_matching_ignores_case() -> None:
 def test_casefold_matches_sharp_s_both_ways() -> None:
     # str.casefold() maps "ß" to "ss", so "straße" and "STRASSE" both fold to "strasse".
     assert "straße".casefold() == "STRASSE".casefold() == "strasse"
-    upper_required = score_keywords("Die Hauptstraße ist gesperrt.", KeywordConfig(required=["STRASSE"]))
+    upper_required = score_keywords(
+        "Die Hauptstraße ist gesperrt.", KeywordConfig(required=["STRASSE"])
+    )
     sharp_required = score_keywords("HAUPTSTRASSE GESPERRT", KeywordConfig(required=["straße"]))
     assert upper_required.score == 1.0
     assert sharp_required.score == 1.0

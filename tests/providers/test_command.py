@@ -17,7 +17,9 @@ from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.providers.command import CommandProvider, CommandSettings
 from coalmine.results import AgentOutput
 
-TRICKY_PROMPT = "---\nid: x\n---\r\nÜnïcødé 🚀 日本語\tTAB  \r\n\n  trailing spaces   \nno newline ->\t "
+TRICKY_PROMPT = (
+    "---\nid: x\n---\r\nÜnïcødé 🚀 日本語\tTAB  \r\n\n  trailing spaces   \nno newline ->\t "
+)
 
 
 def make(base_dir: Path, code: str, **settings: object) -> CommandProvider:
@@ -197,9 +199,7 @@ def test_huge_output_returns_complete(tmp_path: Path) -> None:
 
 
 def test_output_above_max_output_bytes_is_cut_with_a_warning(tmp_path: Path) -> None:
-    provider = make(
-        tmp_path, "import sys; sys.stdout.write('abcde' * 1000)", max_output_bytes=1000
-    )
+    provider = make(tmp_path, "import sys; sys.stdout.write('abcde' * 1000)", max_output_bytes=1000)
     output = call(provider)
     assert output.text == ("abcde" * 1000)[:1000]
     assert len(output.warnings) == 1
@@ -293,9 +293,7 @@ def test_relative_program_resolves_against_base_dir(tmp_path: Path, program: str
     assert call(provider, "the prompt").text == "script:arg one|the prompt"
 
 
-def test_extra_env_reaches_the_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_extra_env_reaches_the_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COALMINE_TEST_INHERITED", "from-parent")
     monkeypatch.setenv("COALMINE_TEST_OVERRIDE", "parent-value")
     provider = make(

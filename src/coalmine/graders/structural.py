@@ -4,8 +4,9 @@ A section is found when a heading or label of the response contains it, case-ins
 Headings and labels are: markdown ATX (``# …``) and setext headings, HTML ``<h1>``–``<h6>``, a
 line that is wholly bold (``**…**`` or ``__…__``, with or without a trailing colon), and the text
 before the first colon of a line when that text is at most 80 characters (a label's colon is
-followed by a space or ends the line, so ``https://`` and ``10:30`` make no labels). Lines inside fenced
-code blocks are code, not headings. ``score = found / required``; passes at ``>= 0.7``.
+followed by a space or ends the line, so ``https://`` and ``10:30`` make no labels). Lines
+inside fenced code blocks are code, not headings. ``score = found / required``; passes at
+``>= 0.7``.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def extract_headings(text: str) -> list[str]:
             if in_fence is None:
                 in_fence = run
                 continue
-            if run[0] == in_fence[0] and len(run) >= len(in_fence) and not raw.strip()[len(run):]:
+            if run[0] == in_fence[0] and len(run) >= len(in_fence) and not raw.strip()[len(run) :]:
                 in_fence = None
                 continue
         if in_fence is not None:
