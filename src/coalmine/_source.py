@@ -157,8 +157,9 @@ def _scan_toml_lines(
     if not isinstance(data, dict):
         return
     for key, value in data.items():
+        # "key = …", or a table header whose dotted name has "key" as a whole part.
         pattern = re.compile(
-            r"^\s*(\[+[^\]]*)?[\"']?" + re.escape(str(key)) + r"[\"']?\s*(=|\]|\.)"
+            r"^\s*(\[+\s*(?:[^\]]*\.)?\s*)?[\"']?" + re.escape(str(key)) + r"[\"']?\s*(=|\]|\.)"
         )
         line = next(
             (i + 1 for i in range(start, len(text_lines)) if pattern.search(text_lines[i])), None

@@ -261,10 +261,10 @@ def _expand(
         if match.group(0) == "$${":
             return "${"
         var, default = match.group(1), match.group(2)
+        if default is not None:  # ":-" as in the shell: the default when unset or empty
+            return env.get(var) or default
         if var in env:
             return env[var]
-        if default is not None:
-            return default
         problems.append(
             Problem(
                 doc.line_of(loc),

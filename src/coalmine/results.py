@@ -8,11 +8,18 @@ back parses every grade as a plain ``Grade`` that keeps the extra fields.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 SCHEMA_VERSION = 1
+
+
+def _extra(description: str = "") -> Any:
+    """An optional field we add to the seed's shape: written only when it has a value."""
+    return Field(None, exclude_if=lambda v: v is None, description=description or None)
+
 
 Verdict = Literal["PASS", "FAIL", "ERROR"]
 """PASS/FAIL judge the agent; ERROR means coalmine could not judge it (e.g. the judge failed)."""
@@ -27,14 +34,12 @@ class AgentOutput(BaseModel):
 
     text: str
     """The response text (stdout of a command agent, the message of a model)."""
-    model: str | None = None
-    """The model that answered, when the provider reports one."""
+    model: str | None = _extra("The model that answered, when the provider reports one.")
     warnings: list[str] = []
     """Things worth knowing that did not stop grading (e.g. invalid UTF-8 was replaced)."""
-    exit_code: int | None = None
-    stderr_tail: str | None = None
-    usage: dict[str, int] | None = None
-    """Token counts when the provider reports them."""
+    exit_code: int | None = _extra()
+    stderr_tail: str | None = _extra()
+    usage: dict[str, int] | None = _extra("Token counts when the provider reports them.")
 
 
 class Grade(BaseModel):
@@ -45,12 +50,11 @@ class Grade(BaseModel):
     score: float | None = None
     """0..1; ``None`` when the grader was skipped."""
     passed: bool | None = None
-    """Whether the score reached the grader's own threshold."""
+    """Whether the score reached the grader's own threshold; ``None`` when skipped."""
     weight: float = 1.0
     """The weight the spec gave this grader (before normalisation)."""
-    skipped: bool | None = None
-    reason: str | None = None
-    """Why the grader was skipped."""
+    skipped: bool | None = _extra()
+    reason: str | None = _extra("Why the grader was skipped.")
 
     def explain(self) -> str:
         """Say what cost points (missing keywords, sections, weak criteria); empty if nothing."""
@@ -69,15 +73,14 @@ class CaseResult(BaseModel):
     """Σ weight·score over the graders that ran, weights normalised; 0 on an agent error."""
     grader_scores: dict[str, SerializeAsAny[Grade]] = {}
     duration_seconds: float
-    reason: FailureReason | None = None
-    error: str | None = None
+    reason: FailureReason | None = _extra()
+    error: str | None = _extra()
     failures: list[str] = []
     """Why the canary failed, one line per cause (grader, keyword, section or criterion)."""
-    output: str | None = None
-    """The agent's response (cut at ``OUTPUT_LIMIT`` characters; see ``output_truncated``)."""
-    output_truncated: bool | None = None
+    output: str | None = _extra("The agent's response, cut at OUTPUT_LIMIT characters.")
+    output_truncated: bool | None = _extra()
     warnings: list[str] = []
-    spec_path: str | None = None
+    spec_path: str | None = _extra()
 
 
 class InvalidSpecRecord(BaseModel):
@@ -105,9 +108,9 @@ class JudgeInfo(BaseModel):
     """Which judge graded the run."""
 
     mode: Literal["agent", "none", "disabled", "unset"]
-    agent: str | None = None
-    provider: str | None = None
-    model: str | None = None
+    agent: str | None = _extra()
+    provider: str | None = _extra()
+    model: str | None = _extra()
 
     def describe(self) -> str | None:
         """``name (provider, model)`` of the judge, or ``None`` when there is none."""
@@ -126,14 +129,23 @@ class CanaryRun(BaseModel):
     results: list[CaseResult]
     invalid_specs: list[InvalidSpecRecord] = []
     interrupted: bool = False
-    judge: JudgeInfo | None = None
+    judge: JudgeInfo | None = _extra()
     duration_seconds: float = 0.0
-    coalmine_version: str | None = None
+    coalmine_version: str | None = _extra()
     schema_version: int = Field(SCHEMA_VERSION)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """Return the JSON form (``None`` fields left out)."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """Return the JSON form: the seed's fields always, our extras when they have a value."""
+        return self.model_dump(mode="json")
 
 
 OUTPUT_LIMIT = 65536
+
+
+def format_score(score: float) -> str:
+    """Show a score with two decimals, rounded down (after 1e-9 of float slack).
+
+    Rounding down keeps what is shown on the right side of every threshold: 0.699 shows as
+    0.69, never as a failing "0.70", while 0.1+0.2+0.4 (0.69999…) still shows as 0.70.
+    """
+    return f"{math.floor((score + 1e-9) * 100) / 100:.2f}"

@@ -141,10 +141,11 @@ def test_explain_only_missing_and_empty_when_perfect() -> None:
 
 
 @pytest.mark.parametrize("field", ["required", "forbidden"])
-def test_empty_string_keyword_is_rejected(field: str) -> None:
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_blank_keyword_is_rejected(field: str, blank: str) -> None:
     # an empty keyword would be "found" in every response
     with pytest.raises(ValidationError) as info:
-        KeywordConfig.model_validate({field: ["ok", ""]})
+        KeywordConfig.model_validate({field: ["ok", blank]})
     assert info.value.errors()[0]["loc"] == (field, 1)
 
 

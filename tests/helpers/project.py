@@ -56,8 +56,7 @@ class Project:
             "title": spec_id.replace("-", " ").title(),
             "prompt": prompt,
             "expected": {
-                "graders": graders
-                or [{"type": "keyword", "config": {"required": ["injection"]}}],
+                "graders": graders or [{"type": "keyword", "config": {"required": ["injection"]}}],
             },
         }
         if timeout is not None:

@@ -13,6 +13,7 @@ from typing import Literal, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 
+from coalmine.results import format_score
 from coalmine.runner.events import CaseEnd, CaseStart, Hooks, RunEnd, RunStart
 
 DisplayType = Literal["auto", "rich", "plain", "jsonl", "none"]
@@ -37,7 +38,7 @@ class Display(Hooks):
 
 def _line(event: CaseEnd) -> str:
     r = event.result
-    score = f"{r.composite_score:.2f}" if r.composite_score is not None else "  — "
+    score = format_score(r.composite_score) if r.composite_score is not None else "  — "
     why = f" [{r.reason}]" if r.reason else ""
     return (
         f"[{event.index + 1}/{event.total}] {_MARK[r.verdict]} {score}  {r.id} "

@@ -54,7 +54,7 @@ class PythonProvider:
         if not self._wants_context:
             args = (request.prompt,)
         try:
-            if inspect.iscoroutinefunction(function):
+            if _is_async(function):
                 result = await function(*args)
             else:
                 result = await anyio.to_thread.run_sync(
@@ -103,6 +103,13 @@ class PythonProvider:
 
     def _error(self, message: str, *, stderr_tail: str | None = None) -> ProviderError:
         return ProviderError(message, agent=self.agent, provider="python", stderr_tail=stderr_tail)
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    """True for an ``async def`` function and for an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        type(function).__call__
+    )
 
 
 def _origin(module: ModuleType) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from coalmine.results import CanaryRun, CaseResult
+from coalmine.results import CanaryRun, CaseResult, format_score
 
 _MARK = {"PASS": "✅ PASS", "FAIL": "❌ FAIL", "ERROR": "⚠️ ERROR"}
 _SHORT_ID = re.compile(r"^([A-Za-z]+-\d+)-")
@@ -30,14 +30,14 @@ def render_markdown(run: CanaryRun, *, results_path: Path | None, date: str) -> 
             "|----|-------|-------|-------|-------|---------|",
         ]
         for r in run.results:
-            score = f"{r.composite_score:.2f}" if r.composite_score is not None else "—"
+            score = format_score(r.composite_score) if r.composite_score is not None else "—"
             lines.append(
                 f"| {_cell(short_id(r.id))} | {_cell(r.phase)} | {_cell(r.title)} | "
                 f"{_cell(r.agent)} | {score} | {_MARK[r.verdict]} |"
             )
         lines.append("")
     s = run.summary
-    composite = f"{s.composite_score:.2f}" if s.composite_score is not None else "—"
+    composite = format_score(s.composite_score) if s.composite_score is not None else "—"
     parts = [f"{s.passed}/{s.total} passed", f"Composite: {composite}"]
     if s.errored:
         parts.append(f"{s.errored} errored")

@@ -9,6 +9,7 @@ processes killed), and the canaries that finished are written, marked interrupte
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -187,7 +188,7 @@ async def _run_one(
             verdict, failures = decision.verdict, decision.failures
             composite = round(decision.composite, 6)
     text = output.text if output is not None else None
-    return CaseResult(
+    result = CaseResult(
         id=spec.id,
         phase=spec.phase,
         title=spec.title,
@@ -197,13 +198,24 @@ async def _run_one(
         grader_scores=grades,
         duration_seconds=round(clock.monotonic() - t0, 3),
         reason=reason,
-        error=redact(error, secrets) if error is not None else None,
+        error=error,
         failures=failures,
-        output=redact(text[:OUTPUT_LIMIT], secrets) if text is not None else None,
+        output=text[:OUTPUT_LIMIT] if text is not None else None,
         output_truncated=(len(text) > OUTPUT_LIMIT) or None if text is not None else None,
         warnings=output.warnings if output is not None else [],
         spec_path=str(canary.loaded.path),
     )
+    return _redacted(result, secrets)
+
+
+def _redacted(result: CaseResult, secrets: list[str]) -> CaseResult:
+    """Scrub every secret from every string of ``result`` (output, errors, judge reasons …)."""
+    if not secrets:
+        return result
+    text = result.model_dump_json()
+    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
+    clean = redact(text, [*secrets, *escaped])
+    return result if clean == text else CaseResult.model_validate_json(clean)
 
 
 async def _grade(

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from coalmine.results import CanaryRun, Grade
+from coalmine.results import CanaryRun, Grade, format_score
 
 PASS_COMPOSITE = 0.7
 GRADER_FLOOR = 0.5
@@ -45,24 +45,23 @@ def decide(grades: Mapping[str, Grade], thresholds: Mapping[str, float]) -> Gate
     ran = {k: g for k, g in grades.items() if g.score is not None}
     composite = composite_score([(g.weight, g.score) for g in ran.values() if g.score is not None])
     below_floor = {k: g for k, g in ran.items() if (g.score or 0.0) < GRADER_FLOOR - EPSILON}
-    composite = round(composite, 6)  # what is written and shown; 1e-6 cannot flip a verdict
     passed = composite >= PASS_COMPOSITE - EPSILON and not below_floor
     if passed:
         return GateDecision("PASS", composite, [])
     failures = []
     if composite < PASS_COMPOSITE - EPSILON:
-        failures.append(f"composite {composite:.2f} < {PASS_COMPOSITE:.2f}")
+        failures.append(f"composite {format_score(composite)} < {PASS_COMPOSITE:.2f}")
     for key, grade in ran.items():
         score = grade.score or 0.0
         detail = grade.explain()
         suffix = f": {detail}" if detail else ""
         if key in below_floor:
             failures.append(
-                f"{key} scored {score:.2f}, below the {GRADER_FLOOR:.2f} floor every grader "
-                f"must reach{suffix}"
+                f"{key} scored {format_score(score)}, below the {GRADER_FLOOR:.2f} floor "
+                f"every grader must reach{suffix}"
             )
         elif score < thresholds.get(key, 0.0) - EPSILON:
-            failures.append(f"{key} {score:.2f} < {thresholds[key]:.2f}{suffix}")
+            failures.append(f"{key} {format_score(score)} < {thresholds[key]:.2f}{suffix}")
     return GateDecision("FAIL", composite, failures)
 
 

@@ -1,0 +1,223 @@
+"""The ``openai`` provider against a real OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import ValidationError
+
+from coalmine.errors import ConfigError, ProviderError
+from coalmine.providers.base import AgentRequest, CallContext
+from coalmine.providers.openai import OpenAIProvider, OpenAISettings
+from coalmine.results import AgentOutput
+from tests.helpers.openai_server import FakeOpenAI, Reply
+
+KEY = "sk-test-SECRET-123456"
+PROMPT = "---\ntitle: x\n---\r\nRévise «ceci» 🚀\t日本語  \r\n\n  trailing   "
+
+
+def make(tmp_path: Path, server: FakeOpenAI | str, **settings: Any) -> OpenAIProvider:
+    base_url = server if isinstance(server, str) else server.base_url
+    return OpenAIProvider(
+        agent="Model",
+        settings=OpenAISettings(model="agent-model", base_url=base_url, **settings),
+        base_dir=tmp_path,
+    )
+
+
+def call(
+    provider: OpenAIProvider, prompt: str = PROMPT, timeout: float | None = None
+) -> AgentOutput:
+    async def main() -> AgentOutput:
+        try:
+            with anyio.fail_after(10):
+                return await provider.call(AgentRequest(prompt, CallContext("c", "Model"), timeout))
+        finally:
+            await provider.aclose()
+
+    return anyio.run(main)
+
+
+def fail(provider: OpenAIProvider, timeout: float | None = None) -> ProviderError:
+    with pytest.raises(ProviderError) as info:
+        call(provider, timeout=timeout)
+    assert info.value.provider == "openai"
+    assert info.value.agent == "Model"
+    return info.value
+
+
+def headers(server: FakeOpenAI, index: int = 0) -> dict[str, str]:
+    return {k.lower(): v for k, v in server.requests[index].headers.items()}
+
+
+def test_request_path_and_body(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    openai_server.enqueue("the answer")
+    output = call(make(tmp_path, openai_server))
+    assert output.text == "the answer"
+    [received] = openai_server.requests
+    assert (received.method, received.path) == ("POST", "/v1/chat/completions")
+    assert received.body == {
+        "model": "agent-model",
+        "messages": [{"role": "user", "content": PROMPT}],
+    }
+    assert received.body["messages"][0]["content"].encode("utf-8") == PROMPT.encode("utf-8")
+    assert headers(openai_server)["content-type"] == "application/json"
+
+
+def test_trailing_slash_in_base_url(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    call(make(tmp_path, openai_server.base_url + "/"))
+    assert openai_server.requests[0].path == "/v1/chat/completions"
+
+
+def test_sampling_settings_are_sent_when_set(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    call(make(tmp_path, openai_server, temperature=0.0, max_tokens=64, seed=0))
+    body = openai_server.requests[0].body
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.0, 64, 0)
+
+
+def test_system_prompt_comes_first(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    call(make(tmp_path, openai_server, system_prompt="You are QA.\n"))
+    assert openai_server.requests[0].body["messages"] == [
+        {"role": "system", "content": "You are QA.\n"},
+        {"role": "user", "content": PROMPT},
+    ]
+
+
+def test_system_prompt_file_is_relative_to_base_dir(
+    tmp_path: Path, openai_server: FakeOpenAI
+) -> None:
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "qa.md").write_text("# Rôle\nYou review code.\n", encoding="utf-8")
+    call(make(tmp_path, openai_server, system_prompt_file="prompts/qa.md"))
+    messages = openai_server.requests[0].body["messages"]
+    assert messages[0] == {"role": "system", "content": "# Rôle\nYou review code.\n"}
+    assert messages[1] == {"role": "user", "content": PROMPT}
+
+
+def test_missing_system_prompt_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        make(tmp_path, "http://127.0.0.1:9/v1", system_prompt_file="prompts/none.md")
+    assert "prompts/none.md" in str(info.value)
+    assert "Model" in str(info.value)
+
+
+def test_both_system_prompts_are_rejected() -> None:
+    with pytest.raises(ValidationError) as info:
+        OpenAISettings(model="m", system_prompt="a", system_prompt_file="b.txt")
+    assert "not both" in str(info.value)
+
+
+def test_bearer_key_from_the_named_variable(
+    tmp_path: Path, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COALMINE_TEST_KEY", KEY)
+    call(make(tmp_path, openai_server, api_key_env="COALMINE_TEST_KEY"))
+    assert headers(openai_server)["authorization"] == f"Bearer {KEY}"
+
+
+def test_no_authorization_without_api_key_env(
+    tmp_path: Path, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # never picked up implicitly
+    call(make(tmp_path, openai_server))
+    assert "authorization" not in headers(openai_server)
+
+
+def test_missing_key_variable_names_it_and_sends_nothing(
+    tmp_path: Path, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COALMINE_TEST_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    error = fail(make(tmp_path, openai_server, api_key_env="COALMINE_TEST_KEY"))
+    assert "COALMINE_TEST_KEY" in str(error)
+    assert "not set" in str(error)
+    assert KEY not in str(error)
+    assert openai_server.requests == []
+
+
+def test_http_500_is_a_provider_error_with_the_status(
+    tmp_path: Path, openai_server: FakeOpenAI
+) -> None:
+    openai_server.enqueue(Reply(status=500, body='{"error": {"message": "overloaded"}}'))
+    error = fail(make(tmp_path, openai_server))
+    assert "HTTP 500" in str(error)
+    assert "overloaded" in str(error)
+
+
+def test_error_body_echoing_the_key_is_redacted(
+    tmp_path: Path, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COALMINE_TEST_KEY", KEY)
+    body = json.dumps({"error": f"Incorrect API key provided: {KEY}"})
+    openai_server.enqueue(Reply(status=500, body=body))
+    error = fail(make(tmp_path, openai_server, api_key_env="COALMINE_TEST_KEY"))
+    assert KEY not in str(error)
+    assert KEY not in repr(error.args)
+    assert "Incorrect API key provided: ***" in str(error)
+
+
+def test_malformed_body_echoing_the_key_is_redacted(
+    tmp_path: Path, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COALMINE_TEST_KEY", KEY)
+    openai_server.enqueue(Reply(status=200, body=f"<html>bad gateway for {KEY}</html>"))
+    error = fail(make(tmp_path, openai_server, api_key_env="COALMINE_TEST_KEY"))
+    assert "unexpected response" in str(error)
+    assert KEY not in str(error)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["not json", "{}", '{"choices": []}', '{"choices": [{"message": {"content": 5}}]}'],
+)
+def test_malformed_response_is_unexpected(
+    tmp_path: Path, openai_server: FakeOpenAI, body: str
+) -> None:
+    openai_server.enqueue(Reply(status=200, body=body))
+    assert "unexpected response" in str(fail(make(tmp_path, openai_server)))
+
+
+def test_content_given_as_a_list_of_parts(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    parts = [
+        {"type": "text", "text": "Hello, "},
+        {"type": "image_url", "image_url": {"url": "data:,"}},
+        {"type": "text", "text": "wörld"},
+    ]
+    payload = {"model": "m", "choices": [{"message": {"role": "assistant", "content": parts}}]}
+    openai_server.enqueue(Reply(body=json.dumps(payload)))
+    assert call(make(tmp_path, openai_server)).text == "Hello, wörld"
+
+
+def test_usage_and_model_are_reported(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    usage = {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42}
+    openai_server.enqueue(Reply(text="ok", model="served-model-2024", usage=usage))
+    output = call(make(tmp_path, openai_server))
+    assert output.model == "served-model-2024"
+    assert output.usage == usage
+
+
+def test_model_falls_back_to_the_configured_one(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    payload = {"choices": [{"message": {"role": "assistant", "content": "hi"}}]}
+    openai_server.enqueue(Reply(body=json.dumps(payload)))
+    output = call(make(tmp_path, openai_server))
+    assert (output.text, output.model, output.usage) == ("hi", "agent-model", None)
+
+
+def test_connection_refused_is_a_provider_error(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    error = fail(make(tmp_path, f"http://127.0.0.1:{port}/v1"))
+    assert f"127.0.0.1:{port}" in str(error)
+    assert "ConnectError" in str(error)
+
+
+def test_request_timeout_is_passed_to_http(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    openai_server.enqueue(Reply(text="slow", delay=1.0))
+    error = fail(make(tmp_path, openai_server), timeout=0.2)
+    assert "Timeout" in str(error)

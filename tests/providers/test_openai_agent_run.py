@@ -1,0 +1,85 @@
+"""An ``openai`` agent (not the judge) in a whole canary run, served by the loopback server."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.openai_server import FakeOpenAI, Reply
+from tests.helpers.project import Project
+
+KEY = "sk-agent-SECRET-987654"
+PROMPT = "---\nReview «login.py» 🚀\r\n\tthen list issues.  \n\n  trailing   "
+
+
+def configure(project: Project, server: FakeOpenAI) -> None:
+    project.write("prompts/qa.md", "You are the QA Coordinator.\n")
+    project.config(
+        {
+            "agents": {
+                "QA Coordinator": {
+                    "provider": "openai",
+                    "model": "qa-model",
+                    "base_url": server.base_url,
+                    "api_key_env": "AGENT_KEY",
+                    "system_prompt_file": "prompts/qa.md",
+                    "temperature": 0,
+                }
+            },
+            "judge": "none",
+        }
+    )
+    project.canary("qa-001-login", prompt=PROMPT)
+
+
+def test_openai_agent_passes_a_canary(
+    project: Project, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_KEY", KEY)
+    configure(project, openai_server)
+    openai_server.enqueue(Reply(text="Found SQL injection in login().", model="qa-model-v2"))
+    proc = project.run_cli("canary", "run", "--display", "none")
+    assert proc.returncode == 0, proc.stderr
+    [request] = openai_server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.headers.get("Authorization") == f"Bearer {KEY}"
+    assert request.body["model"] == "qa-model"
+    assert request.body["temperature"] == 0
+    system, user = request.body["messages"]
+    assert system == {"role": "system", "content": "You are the QA Coordinator.\n"}
+    assert user["role"] == "user"
+    assert user["content"].encode("utf-8") == PROMPT.encode("utf-8")
+    [result] = project.last_result()["results"]
+    assert result["verdict"] == "PASS"
+    assert result["agent"] == "QA Coordinator"
+    assert result["output"] == "Found SQL injection in login()."
+    assert result["grader_scores"]["keyword"]["score"] == 1.0
+    assert "| qa-001 | qa |" in proc.stdout
+
+
+def test_openai_agent_http_error_is_an_agent_error(
+    project: Project, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_KEY", KEY)
+    configure(project, openai_server)
+    openai_server.enqueue(Reply(status=503, body=f"overloaded; your key {KEY} is fine"))
+    proc = project.run_cli("canary", "run", "--display", "none")
+    assert proc.returncode == 1, proc.stderr
+    [result] = project.last_result()["results"]
+    assert (result["verdict"], result["reason"]) == ("FAIL", "agent_error")
+    assert result["composite_score"] == 0
+    assert "HTTP 503" in result["error"]
+    assert KEY not in project.results()[0].read_text(encoding="utf-8")
+    assert KEY not in proc.stdout + proc.stderr
+
+
+def test_openai_agent_without_its_key_is_an_agent_error(
+    project: Project, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENT_KEY", raising=False)
+    configure(project, openai_server)
+    proc = project.run_cli("canary", "run", "--display", "none")
+    assert proc.returncode == 1, proc.stderr
+    [result] = project.last_result()["results"]
+    assert result["reason"] == "agent_error"
+    assert "AGENT_KEY" in result["error"]
+    assert openai_server.requests == []

@@ -1,0 +1,266 @@
+"""The ``python`` provider: real modules written to disk, imported and called in-process."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from coalmine.errors import ProviderError
+from coalmine.providers.base import AgentRequest, CallContext
+from coalmine.providers.python import PythonProvider, PythonSettings
+from coalmine.results import AgentOutput
+
+
+@pytest.fixture
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A uniquely named package under tmp_path; sys.path and sys.modules are restored after."""
+    name = f"agents_{uuid.uuid4().hex}"
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text("")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield name
+    for module in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[module]
+
+
+def write_impl(base_dir: Path, package: str, code: str) -> None:
+    (base_dir / package / "impl.py").write_text(textwrap.dedent(code), encoding="utf-8")
+
+
+def make(base_dir: Path, target: str) -> PythonProvider:
+    return PythonProvider(agent="Impl", settings=PythonSettings(target=target), base_dir=base_dir)
+
+
+def call(
+    provider: PythonProvider, prompt: str = "hello", *, context: CallContext | None = None
+) -> AgentOutput:
+    ctx = context or CallContext("implement-001-parser", "Impl", "implement", attempt=2)
+
+    async def main() -> AgentOutput:
+        with anyio.fail_after(10):
+            return await provider.call(AgentRequest(prompt, ctx))
+
+    return anyio.run(main)
+
+
+def fail(provider: PythonProvider) -> ProviderError:
+    with pytest.raises(ProviderError) as info:
+        call(provider)
+    return info.value
+
+
+def test_sync_function_gets_prompt_and_context(tmp_path: Path, package: str) -> None:
+    write_impl(
+        tmp_path,
+        package,
+        """
+        import threading
+
+        def run(prompt, context):
+            return "|".join([prompt, context.case_id, context.agent, str(context.phase),
+                             str(context.attempt), threading.current_thread().name])
+        """,
+    )
+    output = call(make(tmp_path, f"{package}.impl:run"), "exact\r\nprompt ✓ ")
+    prompt, case_id, agent, phase, attempt, thread = output.text.split("|")
+    assert (prompt, case_id, agent, phase, attempt) == (
+        "exact\r\nprompt ✓ ",
+        "implement-001-parser",
+        "Impl",
+        "implement",
+        "2",
+    )
+    assert thread != "MainThread"  # sync agents run in a worker thread, so timeouts still work
+
+
+def test_base_dir_is_put_on_sys_path(tmp_path: Path, package: str) -> None:
+    write_impl(tmp_path, package, "def run(prompt, context):\n    return 'found'\n")
+    assert str(tmp_path) not in sys.path
+    assert call(make(tmp_path, f"{package}.impl:run")).text == "found"
+    assert str(tmp_path) in sys.path
+
+
+def test_async_function_is_awaited(tmp_path: Path, package: str) -> None:
+    write_impl(
+        tmp_path,
+        package,
+        """
+        import asyncio
+
+        async def run(prompt, context):
+            await asyncio.sleep(0.01)
+            return f"async:{prompt}:{context.case_id}"
+        """,
+    )
+    output = call(make(tmp_path, f"{package}.impl:run"), "p")
+    assert output.text == "async:p:implement-001-parser"
+
+
+def test_one_parameter_function_gets_only_the_prompt(tmp_path: Path, package: str) -> None:
+    write_impl(tmp_path, package, "def run(prompt):\n    return prompt.upper()\n")
+    assert call(make(tmp_path, f"{package}.impl:run"), "shout").text == "SHOUT"
+
+
+def test_dotted_attribute_target(tmp_path: Path, package: str) -> None:
+    write_impl(
+        tmp_path,
+        package,
+        """
+        class Agent:
+            @staticmethod
+            def answer(prompt, context):
+                return "static:" + prompt
+        """,
+    )
+    assert call(make(tmp_path, f"{package}.impl:Agent.answer"), "q").text == "static:q"
+
+
+def test_function_that_raises_is_a_provider_error_with_traceback(
+    tmp_path: Path, package: str
+) -> None:
+    write_impl(
+        tmp_path,
+        package,
+        """
+        def helper(prompt):
+            raise ValueError(f"cannot parse {prompt!r}")
+
+        def run(prompt, context):
+            return helper(prompt)
+        """,
+    )
+    error = fail(make(tmp_path, f"{package}.impl:run"))
+    assert "raised ValueError" in str(error)
+    assert "cannot parse 'hello'" in str(error)
+    assert (error.agent, error.provider) == ("Impl", "python")
+    assert error.stderr_tail is not None
+    assert "impl.py" in error.stderr_tail
+    assert "in helper" in error.stderr_tail
+    assert error.stderr_tail.rstrip().endswith("ValueError: cannot parse 'hello'")
+
+
+def test_async_function_that_raises_is_a_provider_error(tmp_path: Path, package: str) -> None:
+    write_impl(
+        tmp_path,
+        package,
+        "async def run(prompt, context):\n    raise KeyError('missing-thing')\n",
+    )
+    error = fail(make(tmp_path, f"{package}.impl:run"))
+    assert "raised KeyError" in str(error)
+    assert "missing-thing" in str(error)
+
+
+@pytest.mark.parametrize(("value", "type_name"), [("42", "int"), ("None", "NoneType")])
+def test_non_str_result_is_a_provider_error(
+    tmp_path: Path, package: str, value: str, type_name: str
+) -> None:
+    write_impl(tmp_path, package, f"def run(prompt, context):\n    return {value}\n")
+    error = fail(make(tmp_path, f"{package}.impl:run"))
+    assert f"returned {type_name}, expected str" in str(error)
+
+
+def test_missing_module_cannot_load(tmp_path: Path, package: str) -> None:
+    error = fail(make(tmp_path, f"{package}.nowhere:run"))
+    assert "cannot load" in str(error)
+    assert f"{package}.nowhere:run" in str(error)
+    assert "ModuleNotFoundError" in str(error)
+
+
+def test_module_whose_import_fails_cannot_load(tmp_path: Path, package: str) -> None:
+    write_impl(tmp_path, package, "import coalmine_dependency_that_is_absent\n")
+    error = fail(make(tmp_path, f"{package}.impl:run"))
+    assert "cannot load" in str(error)
+    assert "coalmine_dependency_that_is_absent" in str(error)
+
+
+def test_missing_function_cannot_load(tmp_path: Path, package: str) -> None:
+    write_impl(tmp_path, package, "def other(prompt):\n    return ''\n")
+    error = fail(make(tmp_path, f"{package}.impl:run"))
+    assert "cannot load" in str(error)
+    assert "AttributeError" in str(error)
+
+
+def test_non_callable_target_is_a_provider_error(tmp_path: Path, package: str) -> None:
+    write_impl(tmp_path, package, "run = 'not a function'\n")
+    assert "is not callable" in str(fail(make(tmp_path, f"{package}.impl:run")))
+
+
+def test_bad_target_syntax_is_rejected_by_the_settings() -> None:
+    with pytest.raises(ValueError):
+        PythonSettings(target="agents/impl.py")
+
+
+def test_sleeping_sync_function_is_abandoned_on_timeout(tmp_path: Path, package: str) -> None:
+    write_impl(
+        tmp_path,
+        package,
+        """
+        import threading
+
+        release = threading.Event()
+
+        def run(prompt, context):
+            release.wait(10)
+            return "too late"
+        """,
+    )
+    provider = make(tmp_path, f"{package}.impl:run")
+
+    async def main() -> None:
+        with anyio.fail_after(0.5):
+            await provider.call(AgentRequest("p", CallContext("c", "Impl")))
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError):
+            anyio.run(main)
+        assert time.monotonic() - started < 1.5
+    finally:
+        sys.modules[f"{package}.impl"].release.set()  # let the abandoned thread end
+
+
+def test_sys_exit_in_the_agent_is_a_provider_error(tmp_path: Path, package: str) -> None:
+    write_impl(tmp_path, package, "import sys\n\ndef run(prompt, context):\n    sys.exit(2)\n")
+    try:
+        error = fail(make(tmp_path, f"{package}.impl:run"))
+    except SystemExit:
+        pytest.fail("SystemExit escaped the python provider: it would end coalmine's whole run")
+    assert "SystemExit" in str(error)
+
+
+def test_object_with_async_call_is_awaited(tmp_path: Path, package: str) -> None:
+    write_impl(
+        tmp_path,
+        package,
+        """
+        class Agent:
+            async def __call__(self, prompt, context):
+                return "awaited:" + prompt
+
+        agent = Agent()
+        """,
+    )
+    try:
+        text = call(make(tmp_path, f"{package}.impl:agent"), "p").text
+    except ProviderError as exc:
+        text = f"ProviderError: {exc}"
+        close_unstarted_coroutines(exc)
+    assert text == "awaited:p"
+
+
+def close_unstarted_coroutines(exc: BaseException) -> None:
+    """Close coroutines the provider never awaited, so their warning cannot end the session."""
+    tb = exc.__traceback__
+    while tb is not None:
+        for value in list(tb.tb_frame.f_locals.values()):
+            if inspect.iscoroutine(value) and inspect.getcoroutinestate(value) == "CORO_CREATED":
+                value.close()
+        tb = tb.tb_next
