@@ -305,3 +305,14 @@ def test_empty_coalmine_yaml_is_the_default_config(tmp_path: Path) -> None:
     assert config.path == path
     assert config.agents == {}
     assert config.judge_mode == "unset"
+
+
+def test_every_agent_may_have_a_description(tmp_path: Path) -> None:
+    (tmp_path / "coalmine.yaml").write_text(
+        "agents:\n"
+        "  A: {provider: command, argv: [x], description: the stand-in}\n"
+        "judge: {provider: command, argv: [j], description: heuristic}\n"
+    )
+    config = load_config(tmp_path, providers=provider_settings())
+    assert config.agents["A"].description == "the stand-in"
+    assert config.judge is not None and config.judge.description == "heuristic"

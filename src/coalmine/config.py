@@ -32,6 +32,8 @@ from coalmine._source import (
 from coalmine.errors import ConfigError
 
 CONFIG_FILE = "coalmine.yaml"
+INLINE_JUDGE = "judge"
+"""The agent name of a judge written inline under ``judge:``."""
 
 #: The seed's phase → agent table; ``routing:`` in the config adds to it or overrides it.
 DEFAULT_ROUTING: dict[str, str] = {
@@ -66,7 +68,7 @@ class _ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agents: dict[str, dict[str, Any]] = {}
-    """Agent name → ``{provider: …, <provider settings>}``."""
+    """Agent name → ``{provider: …, description: …, <provider settings>}``."""
     routing: dict[str, str] = {}
     """Phase → agent name, merged over the default table."""
     judge: str | dict[str, Any] | None = None
@@ -85,6 +87,8 @@ class AgentConfig:
     """The config file's folder: relative paths resolve here; commands run here."""
     path: Path | None = None
     line: int | None = None
+    description: str | None = None
+    """Free text about the agent (every agent may have it, whatever its provider)."""
 
 
 JudgeMode = Literal["unset", "none", "agent"]
@@ -183,7 +187,9 @@ def load_config(
             problems.append(_unknown_agent(raw.judge, raw.agents, doc, ("judge",)))
     elif isinstance(raw.judge, dict):
         judge_mode = "agent"
-        judge = _build_agent("judge", raw.judge, ("judge",), doc, providers, base_dir, problems)
+        judge = _build_agent(
+            INLINE_JUDGE, raw.judge, ("judge",), doc, providers, base_dir, problems
+        )
     _raise_if(problems, path)
     return Config(
         root=root,
@@ -207,6 +213,7 @@ def _build_agent(
 ) -> AgentConfig | None:
     settings = dict(entry)
     provider = settings.pop("provider", None)
+    description = settings.pop("description", None)
     line = doc.line_of(loc)
     if not isinstance(provider, str):
         choices = ", ".join(sorted(providers))
@@ -229,7 +236,10 @@ def _build_agent(
         for problem in validation_problems(exc, doc, model, prefix=loc):
             problems.append(Problem(problem.line, f"agent {name!r}: {problem.message}"))
         return None
-    return AgentConfig(name, provider, validated, base_dir, doc.path, line)
+    if description is not None and not isinstance(description, str):
+        problems.append(Problem(doc.line_of((*loc, "description")), "description must be text"))
+        return None
+    return AgentConfig(name, provider, validated, base_dir, doc.path, line, description)
 
 
 def _unknown_agent(

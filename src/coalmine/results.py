@@ -111,12 +111,16 @@ class JudgeInfo(BaseModel):
     agent: str | None = _extra()
     provider: str | None = _extra()
     model: str | None = _extra()
+    description: str | None = _extra()
+    inline: bool | None = _extra("True when the judge is written inline, not one of the agents.")
 
     def describe(self) -> str | None:
         """``name (provider, model)`` of the judge, or ``None`` when there is none."""
         if self.agent is None:
             return None
         detail = ", ".join(p for p in (self.provider, self.model) if p)
+        if self.inline:
+            return detail
         return f"{self.agent} ({detail})" if detail else self.agent
 
 

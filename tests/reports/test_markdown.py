@@ -7,7 +7,14 @@ from pathlib import Path
 from coalmine.graders.keyword import KeywordGrade
 from coalmine.graders.structural import StructuralGrade
 from coalmine.reports.markdown import render_markdown, short_id
-from coalmine.results import CanaryRun, CaseResult, Grade, InvalidSpecRecord, RunTotals
+from coalmine.results import (
+    CanaryRun,
+    CaseResult,
+    Grade,
+    InvalidSpecRecord,
+    JudgeInfo,
+    RunTotals,
+)
 
 EXPECTED = """\
 ## Canary Run Results — 2026-04-13
@@ -19,6 +26,8 @@ EXPECTED = """\
 | rai-001 | rai | Bias | RAI Reviewer | — | ⚠️ ERROR |
 
 **Summary:** 1/3 passed | Composite: 0.68 | 1 errored | 1 invalid spec | Results saved to bench/results/canary-run-2026-04-13.json
+
+**Judge:** openai, judge-model — a test judge
 
 ### Failures
 
@@ -65,6 +74,8 @@ def make_run() -> CanaryRun:
                        verdict="ERROR", composite_score=None, reason="judge_error",
                        error="llm-judge: the judge gave no usable verdict", duration_seconds=3.0),
         ],
+        judge=JudgeInfo(mode="agent", agent="judge", provider="openai", model="judge-model",
+                        description="a test judge", inline=True),
         invalid_specs=[InvalidSpecRecord(path="bench/canaries/document/doc-001.yaml", line=3,
                                          id="doc-001", reason="unknown phase 'docs'")],
     )  # fmt: skip
@@ -83,3 +94,9 @@ def test_short_id_keeps_the_selector_part() -> None:
     assert short_id("req-001-ecommerce-api") == "req-001"
     assert short_id("custom") == "custom"
     assert short_id("qa-7-x") == "qa-7"
+
+
+def test_judge_named_by_agent_shows_the_agent() -> None:
+    info = JudgeInfo(mode="agent", agent="Analyst", provider="command")
+    assert info.describe() == "Analyst (command)"
+    assert JudgeInfo(mode="none").describe() is None

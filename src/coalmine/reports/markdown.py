@@ -47,10 +47,8 @@ def render_markdown(run: CanaryRun, *, results_path: Path | None, date: str) -> 
         parts.append(f"Results saved to {results_path}")
     lines.append("**Summary:** " + " | ".join(parts))
     if run.judge is not None and run.judge.describe():
-        lines.append(
-            f"**Judge:** {run.judge.describe()} — set `judge:` in coalmine.yaml to grade the "
-            "llm-judge criteria with another model"
-        )
+        about = f" — {run.judge.description.strip()}" if run.judge.description else ""
+        lines += ["", f"**Judge:** {run.judge.describe()}{about}"]
     if run.interrupted:
         lines += ["", "**Interrupted:** only the canaries above finished; the others did not run."]
     problems = [r for r in run.results if r.verdict != "PASS"]

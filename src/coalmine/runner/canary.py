@@ -309,7 +309,12 @@ def _judge_info(config: Config, no_judge: bool) -> JudgeInfo:
     if config.judge is not None:
         model = getattr(config.judge.settings, "model", None)
         return JudgeInfo(
-            mode="agent", agent=config.judge.name, provider=config.judge.provider, model=model
+            mode="agent",
+            agent=config.judge.name,
+            provider=config.judge.provider,
+            model=model,
+            description=config.judge.description,
+            inline=config.agents.get(config.judge.name) is not config.judge or None,
         )
     return JudgeInfo(mode="none" if config.judge_mode == "none" else "unset")
 
