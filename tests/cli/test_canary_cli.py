@@ -8,8 +8,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from tests.helpers.processes import wait_gone
 from tests.helpers.project import Project
 
 ECHO_INJECTION = "import sys\nsys.stdin.read()\nprint('SQL injection in login()')\n"
@@ -207,16 +207,7 @@ def test_ctrl_c_keeps_finished_canaries_and_exits_3(project: Project) -> None:
     assert [r["id"] for r in data["results"]] == ["qa-001-fast"]
     assert "qa-001" in stdout and "qa-002" not in stdout.split("### ")[0].split("**Summary")[0]
     slow_pid = int(pid_file.read_text())
-    assert not _alive(slow_pid), "the interrupted agent's process was left running"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "State:\tZ" in status.read_text())
+    assert wait_gone(slow_pid), "the interrupted agent's process was left running"
 
 
 def test_python_dash_m_and_version() -> None:

@@ -16,6 +16,7 @@ from coalmine.errors import ProviderError
 from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.providers.command import CommandProvider, CommandSettings
 from coalmine.results import AgentOutput
+from tests.helpers.processes import wait_gone
 
 TRICKY_PROMPT = (
     "---\nid: x\n---\r\nÜnïcødé 🚀 日本語\tTAB  \r\n\n  trailing spaces   \nno newline ->\t "
@@ -45,30 +46,6 @@ def fail(provider: CommandProvider, prompt: str = "hello") -> ProviderError:
     with pytest.raises(ProviderError) as info:
         call(provider, prompt)
     return info.value
-
-
-def is_gone(pid: int) -> bool:
-    """True when ``pid`` no longer runs (it does not exist, or it is a zombie)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    status = Path(f"/proc/{pid}/status")
-    try:
-        text = status.read_text()
-    except OSError:
-        return True
-    state = next((line for line in text.splitlines() if line.startswith("State:")), "")
-    return "Z" in state.split(":", 1)[1] if state else False
-
-
-def wait_gone(pid: int, seconds: float = 2.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if is_gone(pid):
-            return True
-        time.sleep(0.02)
-    return is_gone(pid)
 
 
 def test_agent_receives_exactly_the_prompt_bytes(tmp_path: Path) -> None:
