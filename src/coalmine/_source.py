@@ -64,15 +64,6 @@ class Document:
             key = key[:-1]
         return self.first_line
 
-    def sub(self, loc: Loc) -> Document:
-        """Return the part of the document at ``loc``, lines re-keyed from there."""
-        data = self.data
-        for part in loc:
-            data = data[part]
-        n = len(loc)
-        lines = {k[n:]: v for k, v in self.lines.items() if k[:n] == loc and len(k) > n}
-        return Document(self.path, data, lines, self.line_of(loc))
-
 
 def load_yaml(path: Path, *, text: str | None = None) -> Document:
     """Parse one YAML document, keeping the line of every key; duplicate keys are errors."""

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from coalmine._source import Document, Problem, SourceError, did_you_mean, load_yaml
 from coalmine._source import validation_problems as _validation_problems
-from coalmine.errors import SpecError, UsageError
+from coalmine.errors import UsageError
 from coalmine.specs.models import CanarySpec
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -52,11 +52,6 @@ class InvalidSpec:
     def reason(self) -> str:
         """All problems, one a line, each ``file:line: message``."""
         return "\n".join(f"{self.path}:{p.line}: {p.message}" for p in self.problems)
-
-    def to_error(self) -> SpecError:
-        """Return the first problem as a ``SpecError``."""
-        first = self.problems[0]
-        return SpecError(first.message, path=self.path, line=first.line, spec_id=self.spec_id)
 
 
 @dataclass(frozen=True)
