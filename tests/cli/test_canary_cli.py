@@ -216,3 +216,16 @@ def test_python_dash_m_and_version() -> None:
     )
     assert proc.returncode == 0
     assert proc.stdout.startswith("coalmine, version ")
+
+
+def test_a_hung_python_agent_does_not_keep_coalmine_alive(project: Project) -> None:
+    project.write("agents_hang/__init__.py", "")
+    project.write("agents_hang/slow.py", "import time\ndef run(prompt):\n    time.sleep(120)\n")
+    project.config(
+        {"agents": {"QA Coordinator": {"provider": "python", "target": "agents_hang.slow:run"}}}
+    )
+    project.canary("qa-001-login", timeout=0.5)
+    # The agent sleeps 120 s; coalmine must give up at 0.5 s and exit, not wait for it.
+    proc = project.run_cli("canary", "run", "--display", "none", timeout=30)
+    assert proc.returncode == 1
+    assert project.last_result()["results"][0]["error"].endswith("timed out after 0.5s")

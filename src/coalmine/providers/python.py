@@ -2,7 +2,7 @@
 
 The module is imported with the config file's folder first on ``sys.path`` (so
 ``agents.impl:run`` finds ``agents/impl.py`` beside coalmine.yaml). An async function is awaited;
-a sync one runs in a worker thread so a timeout can still be enforced (the thread is abandoned,
+a sync one runs in a daemon thread so a timeout can still be enforced (the thread is abandoned,
 since Python cannot kill a thread: use the ``command`` provider for agents that may hang hard).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from functools import partial
@@ -18,7 +19,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import anyio.to_thread
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, Field
 
 from coalmine.errors import ProviderError
@@ -57,9 +60,7 @@ class PythonProvider:
             if _is_async(function):
                 result = await function(*args)
             else:
-                result = await anyio.to_thread.run_sync(
-                    partial(function, *args), abandon_on_cancel=True
-                )
+                result = await _run_in_daemon_thread(partial(function, *args), self.agent)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the agent's failure is recorded
             tail = "".join(traceback.format_exception(exc)[-6:]).strip()
             raise self._error(f"raised {type(exc).__name__}: {exc}", stderr_tail=tail) from None
@@ -103,6 +104,33 @@ class PythonProvider:
 
     def _error(self, message: str, *, stderr_tail: str | None = None) -> ProviderError:
         return ProviderError(message, agent=self.agent, provider="python", stderr_tail=stderr_tail)
+
+
+async def _run_in_daemon_thread(function: Callable[[], Any], agent: str) -> Any:
+    """Run a blocking call in a daemon thread and await its result.
+
+    A daemon thread, because a call abandoned at its timeout must not keep the process alive
+    after the run (``anyio.to_thread`` workers are joined at exit).
+    """
+    done = anyio.Event()
+    box: dict[str, Any] = {}
+    token = anyio.lowlevel.current_token()
+
+    def target() -> None:
+        try:
+            box["value"] = function()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the awaiting task
+            box["error"] = exc
+        try:
+            anyio.from_thread.run_sync(done.set, token=token)
+        except RuntimeError:
+            pass  # the run is over (the call was abandoned): nobody waits for the answer
+
+    threading.Thread(target=target, name=f"coalmine-agent-{agent}", daemon=True).start()
+    await done.wait()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _is_async(function: Callable[..., Any]) -> bool:
