@@ -77,6 +77,7 @@ class CaseResult(BaseModel):
     error: str | None = _extra()
     failures: list[str] = []
     """Why the canary failed, one line per cause (grader, keyword, section or criterion)."""
+    prompt: str | None = _extra("The prompt the agent received.")
     output: str | None = _extra("The agent's response, cut at OUTPUT_LIMIT characters.")
     output_truncated: bool | None = _extra()
     warnings: list[str] = []

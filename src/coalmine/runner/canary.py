@@ -200,6 +200,7 @@ async def _run_one(
         reason=reason,
         error=error,
         failures=failures,
+        prompt=spec.prompt,
         output=text[:OUTPUT_LIMIT] if text is not None else None,
         output_truncated=(len(text) > OUTPUT_LIMIT) or None if text is not None else None,
         warnings=output.warnings if output is not None else [],
