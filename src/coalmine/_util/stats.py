@@ -101,7 +101,7 @@ def _exact_p(ranks: Sequence[float], w_plus: float) -> float:
     patterns = 2 ** len(doubled)
     center = total / 2
     observed = abs(round(2 * w_plus) - center)
-    extreme = sum(c for s, c in enumerate(counts) if abs(s - center) >= observed - 1e-9)
+    extreme: int = sum(c for s, c in enumerate(counts) if abs(s - center) >= observed - 1e-9)
     return min(1.0, extreme / patterns)
 
 
