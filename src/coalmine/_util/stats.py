@@ -37,7 +37,7 @@ def mcnemar_exact(b: int, c: int) -> TestResult:
     if n == 0:
         return TestResult(0.0, 1.0, 0, "exact binomial")
     k = min(b, c)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / (1 << n)
     return TestResult(float(k), min(1.0, 2 * tail), n, "exact binomial")
 
 
@@ -98,7 +98,7 @@ def _exact_p(ranks: Sequence[float], w_plus: float) -> float:
     for r in doubled:
         for s in range(total, r - 1, -1):
             counts[s] += counts[s - r]
-    patterns = 2 ** len(doubled)
+    patterns = 1 << len(doubled)
     center = total / 2
     observed = abs(round(2 * w_plus) - center)
     extreme: int = sum(c for s, c in enumerate(counts) if abs(s - center) >= observed - 1e-9)
