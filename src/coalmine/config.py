@@ -32,6 +32,7 @@ from coalmine._source import (
 from coalmine.errors import ConfigError
 
 CONFIG_FILE = "coalmine.yaml"
+DEFAULT_STORE = ".coalmine/coalmine.db"
 INLINE_JUDGE = "judge"
 """The agent name of a judge written inline under ``judge:``."""
 
@@ -74,6 +75,10 @@ class _ConfigFile(BaseModel):
     judge: str | dict[str, Any] | None = None
     """``none``, the name of an agent, or an inline provider config."""
     defaults: Defaults = Defaults()
+    store: str = DEFAULT_STORE
+    """The run store's database file, relative to the config file's folder."""
+    cache: bool = False
+    """Answer repeated agent and judge calls from the response cache."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,13 @@ class Config:
     judge_mode: JudgeMode = "unset"
     judge: AgentConfig | None = None
     defaults: Defaults = Defaults()
+    store: str = DEFAULT_STORE
+    cache: bool = False
+
+    @property
+    def store_path(self) -> Path:
+        """The run store's database file."""
+        return self.base_dir / self.store
 
     @property
     def base_dir(self) -> Path:
@@ -199,6 +211,8 @@ def load_config(
         judge_mode=judge_mode,
         judge=judge,
         defaults=raw.defaults,
+        store=raw.store,
+        cache=raw.cache,
     )
 
 

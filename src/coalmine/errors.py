@@ -129,6 +129,9 @@ class GradeError(CoalmineError):
     def __init__(self, message: str, *, grader: str):
         self.grader = grader
         self.reason = message
+        self.judge_calls: list[object] = []
+        """For a judge failure: each attempt, kept for the run store."""
+        self.prompt_sha256: str | None = None
         super().__init__(f"{grader}: {message}")
 
 

@@ -81,6 +81,7 @@ class CaseResult(BaseModel):
     output: str | None = _extra("The agent's response, cut at OUTPUT_LIMIT characters.")
     output_truncated: bool | None = _extra()
     warnings: list[str] = []
+    cache: str | None = _extra("With the response cache on: 'hit', or 'miss: <why>'.")
     spec_path: str | None = _extra()
 
 
@@ -103,6 +104,19 @@ class RunTotals(BaseModel):
     """Mean of the canaries' composites (canaries in ERROR have none and are left out)."""
     errored: int = 0
     invalid: int = 0
+
+    @classmethod
+    def of(cls, results: list[CaseResult], *, invalid: int) -> RunTotals:
+        """Count ``results``; the composite is the mean over the cases that have one."""
+        composites = [r.composite_score for r in results if r.composite_score is not None]
+        return cls(
+            total=len(results),
+            passed=sum(r.verdict == "PASS" for r in results),
+            failed=sum(r.verdict == "FAIL" for r in results),
+            errored=sum(r.verdict == "ERROR" for r in results),
+            invalid=invalid,
+            composite_score=round(sum(composites) / len(composites), 6) if composites else None,
+        )
 
 
 class JudgeInfo(BaseModel):
@@ -137,6 +151,7 @@ class CanaryRun(BaseModel):
     judge: JudgeInfo | None = _extra()
     duration_seconds: float = 0.0
     coalmine_version: str | None = _extra()
+    store_run_id: str | None = _extra("The run's id in the run store (a ULID).")
     schema_version: int = Field(SCHEMA_VERSION)
 
     def to_json_dict(self) -> dict[str, Any]:

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import click
 
 from coalmine.cli.display import DisplayType, make_display
-from coalmine.errors import ConfigError
+from coalmine.cli.options import parse_report, root_option, store_option
+from coalmine.compare import compare_runs
+from coalmine.errors import ConfigError, UsageError
+from coalmine.reports.base import write_report
 from coalmine.reports.json import render_json
-from coalmine.reports.markdown import render_markdown, short_id
+from coalmine.reports.markdown import render_comparison, render_markdown, short_id
 from coalmine.runner.canary import CanaryOutcome, run_canaries
 from coalmine.runner.events import Hooks
+from coalmine.runner.history import baseline_run, project_config, resumable_run
 from coalmine.runner.plan import CanaryPlan, plan_canaries, require_judge
-
-_root_option = click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="Project root: holds coalmine.yaml (or pyproject.toml) and bench/canaries/.",
-)
+from coalmine.store.runs import Store
 
 
 @click.group()
@@ -33,9 +33,28 @@ def canary() -> None:
 
 @canary.command("run")
 @click.argument("selectors", nargs=-1)
-@_root_option
+@root_option
+@store_option
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Canaries run at once (default 1).")
 @click.option("--no-judge", is_flag=True, help="Skip llm-judge graders; weights renormalise.")
+@click.option(
+    "--resume",
+    is_flag=False,
+    flag_value="latest",
+    default=None,
+    metavar="[RUN_ID]",
+    help="Finish an interrupted or killed run (default: the latest unfinished one).",
+)
+@click.option("--cache", is_flag=True, default=None, help="Answer repeated calls from the cache.")
+@click.option("--cache-explain", is_flag=True, help="With --cache: say why each case missed.")
+@click.option("--baseline", help="Compare with this run afterwards: latest, a run id, or a file.")
+@click.option(
+    "--report",
+    "reports",
+    multiple=True,
+    metavar="FORMAT:PATH",
+    help="Also write a report: junit:PATH, markdown:PATH, html:PATH, json:PATH (repeatable).",
+)
 @click.option(
     "--format",
     "fmt",
@@ -54,55 +73,88 @@ def canary() -> None:
 def run_command(
     selectors: tuple[str, ...],
     root: Path,
+    store_path: Path | None,
     jobs: int | None,
     no_judge: bool,
+    resume: str | None,
+    cache: bool | None,
+    cache_explain: bool,
+    baseline: str | None,
+    reports: tuple[str, ...],
     fmt: str,
     display: DisplayType,
 ) -> int:
     """Run the canaries under bench/canaries/ (or only SELECTORS, e.g. qa-001).
 
     A selector runs the canary whose id equals it or starts with it followed by '-'.
-    Writes bench/results/canary-run-YYYY-MM-DD.json (-2, -3 … on the same day).
+    Every run is recorded in the run store; it writes
+    bench/results/canary-run-YYYY-MM-DD.json (-2, -3 … on the same day).
     """
-    plan = plan_canaries(root, selectors=selectors)
-    if plan.config.path is None:
+    report_targets = [parse_report(r) for r in reports]
+    config = project_config(root)
+    if config.path is None:
         raise ConfigError(
-            f"no coalmine.yaml (or [tool.coalmine] in pyproject.toml) in {plan.config.root}; "
+            f"no coalmine.yaml (or [tool.coalmine] in pyproject.toml) in {config.root}; "
             "create one that maps your agents to providers (see the README)"
         )
+    store = Store.open(store_path or config.store_path)
     try:
-        require_judge(plan, disabled=no_judge)
-    except ConfigError as exc:
-        exc.hint = "or pass --no-judge to skip llm-judge graders for this run"
-        raise
-    with make_display(display) as hooks:
-        hook_list: list[Hooks] = [hooks]
-        outcome = anyio.run(_run, plan, jobs, no_judge, hook_list)
+        resume_id = None
+        if resume is not None:
+            if selectors:
+                raise UsageError(
+                    "--resume runs the selection of the resumed run; drop the selectors"
+                )
+            info = resumable_run(store, resume)
+            resume_id, selectors = info.id, tuple(info.selectors)
+            no_judge = no_judge or bool(info.options.get("no_judge"))
+        plan = plan_canaries(root, selectors=selectors)
+        try:
+            require_judge(plan, disabled=no_judge)
+        except ConfigError as exc:
+            exc.hint = "or pass --no-judge to skip llm-judge graders for this run"
+            raise
+        use_cache = cache_explain or (plan.config.cache if cache is None else cache)
+        with make_display(display) as hooks:
+            hook_list: list[Hooks] = [hooks]
+            outcome = anyio.run(
+                partial(
+                    _run, plan, store=store, resume=resume_id, jobs=jobs, no_judge=no_judge,
+                    cache=use_cache, hooks=hook_list, command_line=sys.argv,
+                )
+            )  # fmt: skip
+        run = outcome.run
+        comparison = None
+        if baseline is not None:
+            comparison = compare_runs(baseline_run(store, baseline, current=run.store_run_id), run)
+    finally:
+        store.close()
     if fmt == "json":
-        click.echo(render_json(outcome.run), nl=False)
+        click.echo(render_json(run), nl=False)
     else:
-        click.echo(
-            render_markdown(
-                outcome.run,
-                results_path=_shown(outcome.results_path),
-                date=outcome.run.timestamp[:10],
-            )
+        text = render_markdown(
+            run,
+            results_path=_shown(outcome.results_path),
+            date=run.timestamp[:10],
+            cache_explain=cache_explain,
         )
-    for spec in outcome.run.invalid_specs:
+        click.echo(text + ("\n" + render_comparison(comparison) if comparison else ""))
+    for report_fmt, path in report_targets:
+        write_report(report_fmt, path, run, comparison=comparison)
+    for spec in run.invalid_specs:
         where = f"{spec.path}:{spec.line}" if spec.line else spec.path
         click.echo(f"error: invalid spec {where}: {spec.reason.splitlines()[0]}", err=True)
-    if outcome.run.interrupted:
+    if run.interrupted:
         click.echo(
-            f"interrupted: {outcome.run.summary.total} of {len(plan.canaries)} canaries finished; "
-            f"results written to {_shown(outcome.results_path)}",
+            f"interrupted: {run.summary.total} of {len(plan.canaries)} canaries finished; "
+            f"results written to {_shown(outcome.results_path)}\n"
+            f"resume with: coalmine canary run --resume {run.store_run_id} --root {root}",
             err=True,
         )
     return outcome.exit_code
 
 
-async def _run(
-    plan: CanaryPlan, jobs: int | None, no_judge: bool, hooks: list[Hooks]
-) -> CanaryOutcome:
+async def _run(plan: CanaryPlan, **options: Any) -> CanaryOutcome:
     """Run with Ctrl-C (and SIGTERM) turned into a clean stop."""
     stop = anyio.Event()
 
@@ -113,13 +165,13 @@ async def _run(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_signals)
-        outcome = await run_canaries(plan, jobs=jobs, no_judge=no_judge, hooks=hooks, stop=stop)
+        outcome = await run_canaries(plan, stop=stop, **options)
         tg.cancel_scope.cancel()
     return outcome
 
 
 @canary.command("list")
-@_root_option
+@root_option
 def list_command(root: Path) -> int:
     """List the canaries, the agent each one goes to, and every invalid spec."""
     plan = plan_canaries(root)

@@ -12,6 +12,8 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 from coalmine.cli.canary import canary
+from coalmine.cli.compare import compare_command, report_command
+from coalmine.cli.runs import runs
 from coalmine.errors import CoalmineError
 
 
@@ -33,6 +35,9 @@ def cli() -> None:
 
 
 cli.add_command(canary)
+cli.add_command(runs)
+cli.add_command(compare_command)
+cli.add_command(report_command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,6 +46,16 @@ class JudgeConfig(BaseModel):
         return {name: "" for name in self.criteria}
 
 
+@dataclass(frozen=True)
+class JudgeAttempt:
+    """One call of the judge: the model that answered and its raw reply (or the failure)."""
+
+    attempt: int
+    model: str | None
+    reply: str | None
+    problem: str | None = None
+
+
 class JudgeGrade(Grade):
     """Result of the llm-judge grader."""
 
@@ -54,6 +65,8 @@ class JudgeGrade(Grade):
     judge_model: str
     prompt_sha256: str
     attempts: int
+    calls: list[JudgeAttempt] = Field(default=[], exclude=True)
+    """Every judge call with its raw reply (stored apart from the result file)."""
 
     def explain(self) -> str:
         """Name each criterion that did not fully meet the bar, with the judge's reason."""
@@ -151,17 +164,21 @@ async def llm_judge(config: JudgeConfig, output: str, ctx: GradeContext) -> Grad
     criteria = config.criteria_map()
     prompt = build_judge_prompt(ctx.prompt, output, criteria)
     failures: list[str] = []
+    calls: list[JudgeAttempt] = []
     for attempt in range(1, ATTEMPTS + 1):
         try:
             reply = await ctx.judge(prompt)
         except CoalmineError as exc:
             failures.append(f"attempt {attempt}: {exc}")
+            calls.append(JudgeAttempt(attempt, None, None, str(exc)))
             continue
         try:
             scores, reasons = parse_verdict(reply.text, list(criteria))
         except ValueError as exc:
             failures.append(f"attempt {attempt}: {exc}")
+            calls.append(JudgeAttempt(attempt, reply.model, reply.text, str(exc)))
             continue
+        calls.append(JudgeAttempt(attempt, reply.model, reply.text))
         score = sum(scores.values()) / len(scores)
         return JudgeGrade(
             score=score,
@@ -171,6 +188,7 @@ async def llm_judge(config: JudgeConfig, output: str, ctx: GradeContext) -> Grad
             judge_model=reply.model,
             prompt_sha256=hash_text(prompt),
             attempts=attempt,
+            calls=calls,
         )
     raise GradeError(
         "the judge gave no usable verdict: " + " | ".join(failures), grader="llm-judge"

@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -52,6 +52,17 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Release connections and processes."""
+        ...
+
+
+class CacheableProvider(Provider, Protocol):
+    """A provider that can say what, besides the prompt, shapes its answers.
+
+    Only such providers are cached; the identity must never hold a secret.
+    """
+
+    def cache_identity(self) -> dict[str, Any]:
+        """Return the provider name, model, endpoint, system prompt hash and sampling."""
         ...
 
 

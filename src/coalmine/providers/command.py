@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -113,6 +114,11 @@ class CommandProvider:
             limit = self.settings.max_output_bytes
             warnings.append(f"stdout was cut at {limit} bytes ({dropped} bytes dropped)")
         return AgentOutput(text=text, warnings=warnings, exit_code=0, stderr_tail=tail)
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What shapes this agent's answer besides the prompt (for the response cache)."""
+        s = self.settings
+        return {"provider": "command", "argv": s.argv, "env": s.env, "cwd": s.cwd}
 
     async def aclose(self) -> None:
         """Nothing stays open between calls."""

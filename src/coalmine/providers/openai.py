@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from coalmine._util.hashing import hash_text
 from coalmine.errors import ConfigError, ProviderError
 from coalmine.providers.base import AgentRequest, provider, redact
 from coalmine.results import AgentOutput
@@ -124,6 +125,20 @@ class OpenAIProvider:
             model=payload.get("model") or self.settings.model,
             usage=_usage(usage),
         )
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What shapes this agent's answer besides the prompt (never the API key)."""
+        s = self.settings
+        system = hash_text(self.system_prompt) if self.system_prompt is not None else None
+        return {
+            "provider": "openai",
+            "model": s.model,
+            "base_url": s.base_url,
+            "system_prompt": system,
+            "temperature": s.temperature,
+            "max_tokens": s.max_tokens,
+            "seed": s.seed,
+        }
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

@@ -68,6 +68,10 @@ class PythonProvider:
             raise self._error(f"returned {type(result).__name__}, expected str")
         return AgentOutput(text=result)
 
+    def cache_identity(self) -> dict[str, Any]:
+        """What shapes this agent's answer besides the prompt (for the response cache)."""
+        return {"provider": "python", "target": self.target}
+
     async def aclose(self) -> None:
         """Nothing to release."""
 

@@ -14,14 +14,17 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from coalmine.compare import Comparison
 from coalmine.errors import StoreError
+from coalmine.reports.base import reporter
 from coalmine.results import CanaryRun
 
 PREFIX = "canary-run-"
 
 
-def render_json(run: CanaryRun) -> str:
-    """Return the run as indented JSON with a trailing newline."""
+@reporter("json", suffix=".json")
+def render_json(run: CanaryRun, *, comparison: Comparison | None = None) -> str:
+    """Return the run as indented JSON with a trailing newline (the result file's content)."""
     return json.dumps(run.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
@@ -46,10 +49,17 @@ def claim_result_path(directory: Path, started: datetime) -> Path:
 
 
 def write_result_file(
-    directory: Path, started: datetime, build: Callable[[str], CanaryRun]
+    directory: Path,
+    started: datetime,
+    build: Callable[[str], CanaryRun],
+    *,
+    reuse: Path | None = None,
 ) -> tuple[Path, CanaryRun]:
-    """Claim a file name, build the run with ``run_id`` = the file's stem, and write it."""
-    path = claim_result_path(directory, started)
+    """Claim a file name, build the run with ``run_id`` = the file's stem, and write it.
+
+    ``reuse`` is the file this same run wrote before (a resumed run rewrites its own file).
+    """
+    path = reuse if reuse is not None else claim_result_path(directory, started)
     run = build(path.stem)
     tmp = path.with_name(f".{path.name}.tmp")
     try:

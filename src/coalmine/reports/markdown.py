@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from coalmine.compare import CaseChange, Comparison
+from coalmine.reports.base import reporter
 from coalmine.results import CanaryRun, CaseResult, format_score
 
 _MARK = {"PASS": "✅ PASS", "FAIL": "❌ FAIL", "ERROR": "⚠️ ERROR"}
@@ -21,8 +23,61 @@ def _cell(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
 
 
-def render_markdown(run: CanaryRun, *, results_path: Path | None, date: str) -> str:
-    """Render the run as the seed's markdown report."""
+@reporter("markdown", suffix=".md")
+def markdown_report(run: CanaryRun, *, comparison: Comparison | None = None) -> str:
+    """The run's table, failures and (with a baseline) regressions: fit for a job summary."""
+    text = render_markdown(run, results_path=None, date=run.timestamp[:10])
+    if comparison is not None:
+        text += "\n" + render_comparison(comparison)
+    return text
+
+
+def render_comparison(comparison: Comparison) -> str:
+    """The regression section: what flipped, score deltas, new and removed cases, the tests."""
+    lines = [f"### Compared with {comparison.base_id}", ""]
+    regressions, fixes = comparison.regressions, comparison.fixes
+    if regressions:
+        lines.append(f"**Regressions ({len(regressions)}):**")
+        lines += [_flip(c) for c in regressions]
+    else:
+        lines.append("**No regressions.**")
+    if fixes:
+        lines += ["", f"**Fixed ({len(fixes)}):**"] + [_flip(c) for c in fixes]
+    moved = [
+        c
+        for c in comparison.shared
+        if c.grader_deltas and any(abs(d) > 1e-9 for d in c.grader_deltas.values())
+    ]
+    if moved:
+        lines += ["", "| Case | Composite | " + "Grader deltas |", "|----|----|----|"]
+        for c in moved:
+            deltas = ", ".join(f"{k} {d:+.2f}" for k, d in c.grader_deltas.items() if abs(d) > 1e-9)
+            lines.append(f"| {_cell(c.case_id)} | {_delta(c.composite_delta)} | {deltas} |")
+    if comparison.new_cases:
+        lines += ["", "New cases: " + ", ".join(comparison.new_cases)]
+    if comparison.removed_cases:
+        lines += ["", "Removed cases: " + ", ".join(comparison.removed_cases)]
+    lines += ["", comparison.verdict_sentence(), "", comparison.score_sentence()]
+    return "\n".join(lines) + "\n"
+
+
+def _flip(change: CaseChange) -> str:
+    base = format_score(change.base_composite) if change.base_composite is not None else "—"
+    new = format_score(change.new_composite) if change.new_composite is not None else "—"
+    return (
+        f"- {change.case_id}: {change.base_verdict} → {change.new_verdict} "
+        f"(composite {base} → {new})"
+    )
+
+
+def _delta(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.2f}"
+
+
+def render_markdown(
+    run: CanaryRun, *, results_path: Path | None, date: str, cache_explain: bool = False
+) -> str:
+    """Render the run as the seed's markdown report (``cache_explain``: a line per case)."""
     lines = [f"## Canary Run Results — {date}", ""]
     if run.results:
         lines += [
@@ -69,6 +124,9 @@ def render_markdown(run: CanaryRun, *, results_path: Path | None, date: str) -> 
             f"_Skipped graders: {', '.join(skipped)} ({reason}); weights renormalised "
             "over the other graders._",
         ]
+    if cache_explain:
+        lines += ["", "### Cache", ""]
+        lines += [f"- {r.id}: {r.cache or 'not cached'}" for r in run.results]
     if run.invalid_specs:
         lines += ["", "### Invalid specs", ""]
         for spec in run.invalid_specs:

@@ -25,6 +25,8 @@ class RunStart:
     invalid: int
     judge: str | None
     """Who judges (agent name), or ``None`` when llm-judge graders are skipped."""
+    resumed: int = 0
+    """Cases a resumed run already has (they are not run again)."""
 
 
 @dataclass(frozen=True)

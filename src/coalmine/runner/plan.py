@@ -44,6 +44,7 @@ class CanaryPlan:
     canaries_dir: Path
     canaries: list[PlannedCanary]
     invalid: list[InvalidSpec]
+    selectors: tuple[str, ...] = ()
 
 
 def plan_canaries(
@@ -83,7 +84,7 @@ def plan_canaries(
             continue
         timeout = loaded.spec.timeout_seconds or config.defaults.timeout_seconds
         canaries.append(PlannedCanary(loaded, agent, timeout))
-    return CanaryPlan(config, canaries_dir, canaries, invalid)
+    return CanaryPlan(config, canaries_dir, canaries, invalid, tuple(selectors))
 
 
 def _unrouted(loaded: LoadedSpec, agent_name: str, config: Config) -> InvalidSpec:

@@ -1,0 +1,95 @@
+"""``coalmine runs list|show|import``: the run store's history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from coalmine.cli.options import root_option, store_option
+from coalmine.reports.json import render_json
+from coalmine.reports.markdown import render_markdown
+from coalmine.results import format_score
+from coalmine.runner.history import open_store, read_result_file
+
+
+@click.group()
+def runs() -> None:
+    """Browse the runs recorded in the run store."""
+
+
+@runs.command("list")
+@root_option
+@store_option
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+def list_command(root: Path, store_path: Path | None, limit: int) -> int:
+    """List the newest runs: id, label, status, pass count, composite, commit."""
+    store = open_store(root, path=store_path)
+    try:
+        rows = [("ID", "LABEL", "STARTED", "STATUS", "PASSED", "COMPOSITE", "COMMIT")]
+        for info in store.list_runs(limit=limit):
+            s = info.summary
+            passed = f"{s.passed}/{s.total}" if s else f"?/{info.cases}"
+            composite = (
+                format_score(s.composite_score) if s and s.composite_score is not None else "—"
+            )
+            commit = (info.git_commit or "")[:10] + ("+dirty" if info.git_dirty else "")
+            rows.append(
+                (
+                    info.id,
+                    info.label or "",
+                    info.started_at[:19].replace("T", " "),
+                    info.status,
+                    passed,
+                    composite,
+                    commit,
+                )
+            )
+    finally:
+        store.close()
+    if len(rows) == 1:
+        click.echo("no runs recorded yet")
+        return 0
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return 0
+
+
+@runs.command("show")
+@click.argument("run")
+@root_option
+@store_option
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int:
+    """Show a run as it was printed (RUN: id, id prefix, label or 'latest')."""
+    store = open_store(root, path=store_path)
+    try:
+        record = store.load_run(run)
+    finally:
+        store.close()
+    if fmt == "json":
+        click.echo(render_json(record), nl=False)
+    else:
+        click.echo(render_markdown(record, results_path=None, date=record.timestamp[:10]))
+    return 0
+
+
+@runs.command("import")
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@root_option
+@store_option
+def import_command(files: tuple[Path, ...], root: Path, store_path: Path | None) -> int:
+    """Import canary-run-*.json result files, so older runs can be compared."""
+    store = open_store(root, path=store_path)
+    try:
+        for file in files:
+            run_id = store.import_run(read_result_file(file), root=str(root.resolve()))
+            click.echo(f"{file}: imported as {run_id}")
+    finally:
+        store.close()
+    return 0

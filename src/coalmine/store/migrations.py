@@ -1,0 +1,172 @@
+"""The store's schema, as one named, append-only set of migrations.
+
+Each migration runs in its own transaction together with the row that records it, so a
+database is always at a known migration. Never edit a released migration: add a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from coalmine.errors import StoreError
+from coalmine.store.db import transaction
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step."""
+
+    name: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+MIGRATIONS: list[Migration] = []
+
+
+def migration(name: str) -> Callable[[Callable[[sqlite3.Connection], None]], Migration]:
+    """Add a migration to the set, in order of definition."""
+
+    def decorate(function: Callable[[sqlite3.Connection], None]) -> Migration:
+        if any(m.name == name for m in MIGRATIONS):
+            raise ValueError(f"migration {name!r} is defined twice")
+        step = Migration(name, function)
+        MIGRATIONS.append(step)
+        return step
+
+    return decorate
+
+
+def migrate(conn: sqlite3.Connection, *, upto: str | None = None) -> list[str]:
+    """Apply the migrations not yet applied (up to and including ``upto``); return their names."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    applied_now = []
+    for step in MIGRATIONS:
+        with transaction(conn):
+            done = conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (step.name,))
+            if done.fetchone() is None:
+                step.apply(conn)
+                conn.execute(
+                    "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                    (step.name, datetime.now(UTC).isoformat()),
+                )
+                applied_now.append(step.name)
+        if step.name == upto:
+            break
+    known = {m.name for m in MIGRATIONS}
+    unknown = [r[0] for r in conn.execute("SELECT name FROM _migrations") if r[0] not in known]
+    if unknown:
+        raise StoreError(
+            f"the run store was written by a newer coalmine (migrations {', '.join(unknown)}); "
+            "upgrade coalmine to read it"
+        )
+    return applied_now
+
+
+def _execute_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run ``;``-separated statements inside the open transaction.
+
+    (``executescript`` would commit first, breaking the one-transaction-per-migration rule.)
+    """
+    for statement in script.split(";\n"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+@migration("m001_initial")
+def _initial(conn: sqlite3.Connection) -> None:
+    _execute_script(
+        conn,
+        """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,                 -- ULID: sorts by creation
+            kind TEXT NOT NULL,                  -- 'canary'
+            label TEXT,                          -- the result file's stem, when one was written
+            status TEXT NOT NULL,                -- running | finished | interrupted
+            started_at TEXT NOT NULL,
+            ended_at TEXT,
+            root TEXT NOT NULL,
+            git_commit TEXT,
+            git_dirty INTEGER,
+            coalmine_version TEXT,
+            config_hash TEXT,
+            command_line TEXT,                   -- JSON list
+            selectors TEXT NOT NULL DEFAULT '[]',  -- JSON list
+            options TEXT NOT NULL DEFAULT '{}',    -- JSON: jobs, no_judge, cache
+            judge TEXT,                          -- JSON JudgeInfo
+            summary TEXT,                        -- JSON RunTotals, when finished
+            results_file TEXT
+        );
+        CREATE INDEX runs_by_kind ON runs (kind, id);
+
+        CREATE TABLE case_results (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            case_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            verdict TEXT NOT NULL,
+            composite_score REAL,
+            reason TEXT,
+            agent TEXT NOT NULL,
+            model TEXT,
+            duration_seconds REAL NOT NULL,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            prompt_artifact TEXT,
+            output_artifact TEXT,
+            result TEXT NOT NULL,                -- JSON CaseResult without prompt and output
+            recorded_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, case_id)
+        );
+
+        CREATE TABLE grades (
+            run_id TEXT NOT NULL,
+            case_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            score REAL,
+            passed INTEGER,
+            weight REAL NOT NULL,
+            skipped INTEGER NOT NULL DEFAULT 0,
+            blocking INTEGER,
+            details TEXT NOT NULL,               -- JSON of the grade
+            PRIMARY KEY (run_id, case_id, key),
+            FOREIGN KEY (run_id, case_id) REFERENCES case_results (run_id, case_id)
+                ON DELETE CASCADE
+        );
+
+        CREATE TABLE judge_verdicts (
+            run_id TEXT NOT NULL,
+            case_id TEXT NOT NULL,
+            grader_key TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            model TEXT,
+            prompt_hash TEXT NOT NULL,
+            reply_artifact TEXT,
+            PRIMARY KEY (run_id, case_id, grader_key, attempt),
+            FOREIGN KEY (run_id, case_id) REFERENCES case_results (run_id, case_id)
+                ON DELETE CASCADE
+        );
+
+        CREATE TABLE invalid_specs (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            line INTEGER,
+            spec_id TEXT,
+            reason TEXT NOT NULL
+        );
+
+        CREATE TABLE response_cache (
+            key TEXT PRIMARY KEY,                -- sha256 of the canonical components
+            scope TEXT NOT NULL,                 -- sha256 of the provider identity
+            prompt_hash TEXT NOT NULL,
+            components TEXT NOT NULL,            -- JSON, to explain misses
+            output TEXT NOT NULL,                -- JSON AgentOutput without its text
+            text_artifact TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX cache_by_scope ON response_cache (scope, prompt_hash);
+        """,
+    )

@@ -1,0 +1,397 @@
+"""Runs, case results, grades and judge verdicts in the store; reading a run back whole.
+
+A case is written in one transaction the moment it is graded, so a crash loses at most the
+cases in flight. Prompts, outputs and raw judge replies go to the artifact folder; rows keep
+their ``sha256:`` names.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from coalmine._util.ids import new_ulid
+from coalmine.errors import StoreError, UsageError
+from coalmine.results import (
+    CanaryRun,
+    CaseResult,
+    InvalidSpecRecord,
+    JudgeInfo,
+    RunTotals,
+)
+from coalmine.store.artifacts import Artifacts
+from coalmine.store.db import connect, transaction
+from coalmine.store.migrations import migrate
+
+RunStatus = Literal["running", "finished", "interrupted"]
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """What is known about a run when it starts."""
+
+    kind: str
+    root: str
+    started_at: datetime
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    coalmine_version: str | None = None
+    config_hash: str | None = None
+    command_line: list[str] = field(default_factory=list)
+    selectors: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    judge: JudgeInfo | None = None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A row of the runs table."""
+
+    id: str
+    kind: str
+    label: str | None
+    status: RunStatus
+    started_at: str
+    ended_at: str | None
+    root: str
+    git_commit: str | None
+    git_dirty: bool | None
+    coalmine_version: str | None
+    config_hash: str | None
+    command_line: list[str]
+    selectors: list[str]
+    options: dict[str, Any]
+    judge: JudgeInfo | None
+    summary: RunTotals | None
+    results_file: str | None
+    cases: int = 0
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One judge call of a grade, with its raw reply."""
+
+    grader_key: str
+    attempt: int
+    model: str | None
+    prompt_hash: str
+    reply: str | None
+
+
+@dataclass(frozen=True)
+class CaseExtras:
+    """What is stored beside a case result: full texts and call details."""
+
+    position: int
+    prompt: str | None = None
+    output: str | None = None
+    model: str | None = None
+    usage: dict[str, int] | None = None
+    judge_calls: list[JudgeCall] = field(default_factory=list)
+    blocking: dict[str, bool] = field(default_factory=dict)
+
+
+class Store:
+    """The run store at ``path`` (``.coalmine/coalmine.db``) and its artifacts folder."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+        self.artifacts = Artifacts(path.parent / "artifacts")
+
+    @classmethod
+    def open(cls, path: Path) -> Store:
+        """Open the store, creating and migrating it as needed."""
+        conn = connect(path)
+        try:
+            migrate(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(f"cannot prepare the run store {path}: {exc}") from None
+        return cls(conn, path)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def start_run(self, new: NewRun) -> str:
+        """Record a new running run and return its id (a ULID)."""
+        run_id = new_ulid()
+        with transaction(self.conn) as c:
+            c.execute(
+                "INSERT INTO runs (id, kind, status, started_at, root, git_commit, git_dirty,"
+                " coalmine_version, config_hash, command_line, selectors, options, judge)"
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    new.kind,
+                    new.started_at.astimezone(UTC).isoformat(),
+                    new.root,
+                    new.git_commit,
+                    None if new.git_dirty is None else int(new.git_dirty),
+                    new.coalmine_version,
+                    new.config_hash,
+                    json.dumps(new.command_line),
+                    json.dumps(new.selectors),
+                    json.dumps(new.options),
+                    new.judge.model_dump_json() if new.judge else None,
+                ),
+            )
+        return run_id
+
+    def reopen_run(self, run_id: str) -> None:
+        """Mark an unfinished run as running again (it is being resumed)."""
+        with transaction(self.conn) as c:
+            c.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", (run_id,))
+
+    def record_case(self, run_id: str, result: CaseResult, extras: CaseExtras) -> None:
+        """Store one graded case, its grades and judge calls, in one transaction."""
+        put = self.artifacts.put
+        prompt_ref = put(extras.prompt) if extras.prompt is not None else None
+        output_ref = put(extras.output) if extras.output is not None else None
+        replies = {(j.grader_key, j.attempt): put(j.reply) for j in extras.judge_calls if j.reply}
+        slim = result.model_copy(update={"prompt": None, "output": None})
+        usage = extras.usage or {}
+        with transaction(self.conn) as c:
+            c.execute(
+                "INSERT OR REPLACE INTO case_results (run_id, case_id, position, verdict,"
+                " composite_score, reason, agent, model, duration_seconds, prompt_tokens,"
+                " completion_tokens, prompt_artifact, output_artifact, result, recorded_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    result.id,
+                    extras.position,
+                    result.verdict,
+                    result.composite_score,
+                    result.reason,
+                    result.agent,
+                    extras.model,
+                    result.duration_seconds,
+                    usage.get("prompt_tokens"),
+                    usage.get("completion_tokens"),
+                    prompt_ref,
+                    output_ref,
+                    slim.model_dump_json(),
+                    datetime.now(UTC).isoformat(),
+                ),
+            )
+            for key, grade in result.grader_scores.items():
+                blocking = extras.blocking.get(key)
+                c.execute(
+                    "INSERT INTO grades (run_id, case_id, key, score, passed, weight, skipped,"
+                    " blocking, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        result.id,
+                        key,
+                        grade.score,
+                        None if grade.passed is None else int(grade.passed),
+                        grade.weight,
+                        int(bool(grade.skipped)),
+                        None if blocking is None else int(blocking),
+                        grade.model_dump_json(),
+                    ),
+                )
+            for call in extras.judge_calls:
+                c.execute(
+                    "INSERT INTO judge_verdicts (run_id, case_id, grader_key, attempt, model,"
+                    " prompt_hash, reply_artifact) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        result.id,
+                        call.grader_key,
+                        call.attempt,
+                        call.model,
+                        call.prompt_hash,
+                        replies.get((call.grader_key, call.attempt)),
+                    ),
+                )
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        ended_at: datetime,
+        summary: RunTotals,
+        invalid: list[InvalidSpecRecord],
+        label: str | None = None,
+        results_file: str | None = None,
+    ) -> None:
+        """Record the end of a run (finished or interrupted) with its summary."""
+        with transaction(self.conn) as c:
+            c.execute(
+                "UPDATE runs SET status = ?, ended_at = ?, summary = ?, label = COALESCE(?, label),"
+                " results_file = COALESCE(?, results_file) WHERE id = ?",
+                (
+                    status,
+                    ended_at.astimezone(UTC).isoformat(),
+                    summary.model_dump_json(),
+                    label,
+                    results_file,
+                    run_id,
+                ),
+            )
+            c.execute("DELETE FROM invalid_specs WHERE run_id = ?", (run_id,))
+            c.executemany(
+                "INSERT INTO invalid_specs (run_id, path, line, spec_id, reason)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(run_id, i.path, i.line, i.id, i.reason) for i in invalid],
+            )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def list_runs(self, *, kind: str | None = None, limit: int = 20) -> list[RunInfo]:
+        """The newest runs first."""
+        rows = self.conn.execute(
+            "SELECT runs.*, (SELECT COUNT(*) FROM case_results WHERE run_id = runs.id) AS cases"
+            " FROM runs WHERE (? IS NULL OR kind = ?) ORDER BY id DESC LIMIT ?",
+            (kind, kind, limit),
+        ).fetchall()
+        return [_run_info(r) for r in rows]
+
+    def find_unfinished(self, kind: str) -> RunInfo | None:
+        """The newest run of ``kind`` that did not finish (interrupted or killed)."""
+        row = self.conn.execute(
+            "SELECT *, 0 AS cases FROM runs WHERE kind = ? AND status != 'finished'"
+            " ORDER BY id DESC LIMIT 1",
+            (kind,),
+        ).fetchone()
+        return _run_info(row) if row else None
+
+    def get_run(self, ref: str, *, kind: str | None = None) -> RunInfo:
+        """Find a run by id, unique id prefix, label (result file stem) or ``latest``.
+
+        Raises:
+            UsageError: no run, or several, match ``ref``.
+        """
+        base = "SELECT *, 0 AS cases FROM runs WHERE (? IS NULL OR kind = ?)"
+        if ref == "latest":
+            rows = self.conn.execute(
+                base + " AND status = 'finished' ORDER BY id DESC LIMIT 1", (kind, kind)
+            ).fetchall()
+        else:
+            rows = self.conn.execute(
+                base + " AND (id = ? OR label = ? OR id LIKE ?) ORDER BY id DESC",
+                (kind, kind, ref.upper(), ref, ref.upper() + "%"),
+            ).fetchall()
+            exact = [r for r in rows if r["id"] == ref.upper() or r["label"] == ref]
+            rows = exact or rows
+        if not rows:
+            raise UsageError(f"no run matches {ref!r} in {self.path}; see 'coalmine runs list'")
+        if len(rows) > 1:
+            ids = ", ".join(r["id"] for r in rows[:5])
+            raise UsageError(f"{ref!r} matches several runs ({ids}); give more of the id")
+        return _run_info(rows[0])
+
+    def case_results(self, run_id: str) -> list[CaseResult]:
+        """Every stored case of a run, in table order, with prompt and output restored."""
+        rows = self.conn.execute(
+            "SELECT result, prompt_artifact, output_artifact FROM case_results"
+            " WHERE run_id = ? ORDER BY position, case_id",
+            (run_id,),
+        ).fetchall()
+        out = []
+        for row in rows:
+            result = CaseResult.model_validate_json(row["result"])
+            texts = {
+                "prompt": self.artifacts.get(row["prompt_artifact"])
+                if row["prompt_artifact"]
+                else None,
+                "output": self.artifacts.get(row["output_artifact"])
+                if row["output_artifact"]
+                else None,
+            }
+            out.append(result.model_copy(update=texts))
+        return out
+
+    def invalid_specs(self, run_id: str) -> list[InvalidSpecRecord]:
+        """The invalid specs recorded for a run."""
+        rows = self.conn.execute(
+            "SELECT path, line, spec_id, reason FROM invalid_specs WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        ).fetchall()
+        return [
+            InvalidSpecRecord(path=r["path"], line=r["line"], id=r["spec_id"], reason=r["reason"])
+            for r in rows
+        ]
+
+    def load_run(self, ref: str) -> CanaryRun:
+        """Assemble the ``CanaryRun`` of a stored run, as its result file would hold it."""
+        info = self.get_run(ref)
+        results = self.case_results(info.id)
+        invalid = self.invalid_specs(info.id)
+        summary = info.summary or RunTotals.of(results, invalid=len(invalid))
+        return CanaryRun(
+            run_id=info.label or info.id,
+            store_run_id=info.id,
+            timestamp=_utc_z(info.started_at),
+            summary=summary,
+            results=results,
+            invalid_specs=invalid,
+            interrupted=info.status != "finished",
+            judge=info.judge,
+            coalmine_version=info.coalmine_version,
+        )
+
+    def import_run(self, run: CanaryRun, *, root: str) -> str:
+        """Store a run read from a result file; return its new id."""
+        started = datetime.fromisoformat(run.timestamp.replace("Z", "+00:00"))
+        run_id = self.start_run(
+            NewRun(
+                kind="canary",
+                root=root,
+                started_at=started,
+                coalmine_version=run.coalmine_version,
+                options={"imported": True},
+                judge=run.judge,
+            )
+        )
+        for position, result in enumerate(run.results):
+            extras = CaseExtras(position=position, prompt=result.prompt, output=result.output)
+            self.record_case(run_id, result, extras)
+        self.finish_run(
+            run_id,
+            status="interrupted" if run.interrupted else "finished",
+            ended_at=started,
+            summary=run.summary,
+            invalid=run.invalid_specs,
+            label=run.run_id,
+        )
+        return run_id
+
+
+def _utc_z(iso: str) -> str:
+    return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _run_info(row: sqlite3.Row) -> RunInfo:
+    judge = JudgeInfo.model_validate_json(row["judge"]) if row["judge"] else None
+    summary = RunTotals.model_validate_json(row["summary"]) if row["summary"] else None
+    return RunInfo(
+        id=row["id"],
+        kind=row["kind"],
+        label=row["label"],
+        status=row["status"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        root=row["root"],
+        git_commit=row["git_commit"],
+        git_dirty=None if row["git_dirty"] is None else bool(row["git_dirty"]),
+        coalmine_version=row["coalmine_version"],
+        config_hash=row["config_hash"],
+        command_line=json.loads(row["command_line"] or "[]"),
+        selectors=json.loads(row["selectors"]),
+        options=json.loads(row["options"]),
+        judge=judge,
+        summary=summary,
+        results_file=row["results_file"],
+        cases=row["cases"],
+    )
