@@ -74,12 +74,14 @@ class Comparison:
         if self.scores.n == 0:
             return f"Composite scores are identical on all {len(deltas)} comparable cases."
         mean = sum(deltas) / len(deltas)
-        direction = "up" if mean > 0 else "down"
+        if abs(mean) < 5e-4:
+            movement = "did not move on average"
+        else:
+            movement = f"moved {'up' if mean > 0 else 'down'} by {abs(mean):.3f} on average"
         return (
-            f"Composite scores moved {direction} by {abs(mean):.3f} on average over "
-            f"{len(deltas)} comparable cases ({self.scores.n} changed); a Wilcoxon signed-rank "
-            f"test ({self.scores.method}) gives p = {self.scores.p_value:.4g}: "
-            f"{describe_p(self.scores.p_value)}."
+            f"Composite scores {movement} over {len(deltas)} comparable case{_s(len(deltas))} "
+            f"({self.scores.n} changed); a Wilcoxon signed-rank test ({self.scores.method}) "
+            f"gives p = {self.scores.p_value:.4g}: {describe_p(self.scores.p_value)}."
         )
 
 

@@ -109,6 +109,8 @@ class Config:
     routing: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ROUTING))
     judge_mode: JudgeMode = "unset"
     judge: AgentConfig | None = None
+    judge_blocking: bool = False
+    """The config lets the judge block without a calibration record (flagged in reports)."""
     defaults: Defaults = Defaults()
     store: str = DEFAULT_STORE
     cache: bool = False
@@ -189,6 +191,7 @@ def load_config(
         routing[phase] = agent_name
     judge_mode: JudgeMode = "unset"
     judge: AgentConfig | None = None
+    judge_blocking: object = False
     if isinstance(raw.judge, str) and raw.judge.strip().lower() == "none":
         judge_mode = "none"
     elif isinstance(raw.judge, str):
@@ -199,6 +202,11 @@ def load_config(
             problems.append(_unknown_agent(raw.judge, raw.agents, doc, ("judge",)))
     elif isinstance(raw.judge, dict):
         judge_mode = "agent"
+        judge_blocking = raw.judge.get("blocking", False)
+        if not isinstance(judge_blocking, bool):
+            problems.append(
+                Problem(doc.line_of(("judge", "blocking")), "judge.blocking must be true or false")
+            )
         judge = _build_agent(
             INLINE_JUDGE, raw.judge, ("judge",), doc, providers, base_dir, problems
         )
@@ -210,6 +218,7 @@ def load_config(
         routing=routing,
         judge_mode=judge_mode,
         judge=judge,
+        judge_blocking=judge_blocking is True,
         defaults=raw.defaults,
         store=raw.store,
         cache=raw.cache,
@@ -228,6 +237,8 @@ def _build_agent(
     settings = dict(entry)
     provider = settings.pop("provider", None)
     description = settings.pop("description", None)
+    if loc == ("judge",):
+        settings.pop("blocking", None)  # a judge setting, not the provider's
     line = doc.line_of(loc)
     if not isinstance(provider, str):
         choices = ", ".join(sorted(providers))

@@ -55,10 +55,11 @@ class Grade(BaseModel):
     """The weight the spec gave this grader (before normalisation)."""
     skipped: bool | None = _extra()
     reason: str | None = _extra("Why the grader was skipped.")
+    detail: str | None = _extra("What cost points, in words (kept so a stored run can say it).")
 
     def explain(self) -> str:
         """Say what cost points (missing keywords, sections, weak criteria); empty if nothing."""
-        return ""
+        return self.detail or ""
 
 
 class CaseResult(BaseModel):
@@ -77,8 +78,11 @@ class CaseResult(BaseModel):
     error: str | None = _extra()
     failures: list[str] = []
     """Why the canary failed, one line per cause (grader, keyword, section or criterion)."""
+    advisory: bool | None = _extra("True for a FAIL or ERROR that does not fail the run.")
     prompt: str | None = _extra("The prompt the agent received.")
-    output: str | None = _extra("The agent's response, cut at OUTPUT_LIMIT characters.")
+    output: str | None = _extra(
+        "The agent's response, cut at OUTPUT_LIMIT characters (the run store keeps it whole)."
+    )
     output_truncated: bool | None = _extra()
     warnings: list[str] = []
     cache: str | None = _extra("With the response cache on: 'hit', or 'miss: <why>'.")
@@ -127,6 +131,8 @@ class JudgeInfo(BaseModel):
     provider: str | None = _extra()
     model: str | None = _extra()
     description: str | None = _extra()
+    blocking: bool | None = _extra("Whether llm-judge grades may fail the run.")
+    uncalibrated: bool | None = _extra("Blocking only because the config says so.")
     inline: bool | None = _extra("True when the judge is written inline, not one of the agents.")
 
     def describe(self) -> str | None:

@@ -27,7 +27,7 @@ EXPECTED = """\
 
 **Summary:** 1/3 passed | Composite: 0.68 | 1 errored | 1 invalid spec | Results saved to bench/results/canary-run-2026-04-13.json
 
-**Judge:** openai, judge-model — a test judge
+**Judge:** openai, judge-model (advisory until calibrated) — a test judge
 
 ### Failures
 

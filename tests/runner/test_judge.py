@@ -141,7 +141,22 @@ def test_out_of_range_scores_twice_is_a_judge_error(
     assert len(openai_server.requests) == 2
     summary = project.last_result()["summary"]
     assert (summary["passed"], summary["failed"], summary["errored"]) == (0, 0, 1)
+    # An uncalibrated judge only advises: its failure is shown but does not fail the run.
+    assert case.advisory is True
+    assert outcome.exit_code == 0
+
+
+def test_a_judge_set_to_block_fails_the_run_and_is_flagged(
+    project: Project, openai_server: FakeOpenAI
+) -> None:
+    setup(project, {**judge_config(openai_server), "blocking": True})
+    openai_server.enqueue(verdict(2, 1), verdict(1, 0.75))
+    outcome = run(project)
+    [case] = outcome.run.results
+    assert (case.verdict, case.advisory) == ("ERROR", None)
     assert outcome.exit_code == 1
+    assert outcome.run.judge is not None
+    assert (outcome.run.judge.blocking, outcome.run.judge.uncalibrated) == (True, True)
 
 
 def test_judge_error_result_file_keeps_composite_score_null(

@@ -77,7 +77,7 @@ def test_unknown_key_has_line_and_did_you_mean(tmp_path: Path) -> None:
     [unknown] = [p for p in bad.problems if p.message.startswith("unknown key 'promt'")]
     assert unknown.line == 4
     assert "(did you mean 'prompt'?)" in unknown.message
-    assert "valid keys: description, expected, id, phase, prompt" in unknown.message
+    assert "valid keys: blocking, description, expected, id, phase, prompt" in unknown.message
     assert f"{path}:4: unknown key 'promt'" in bad.reason
 
 

@@ -39,6 +39,8 @@ registry: Registry[Reporter] = Registry(
     builtins=(
         "coalmine.reports.json",
         "coalmine.reports.markdown",
+        "coalmine.reports.junit",
+        "coalmine.reports.html",
     ),
 )
 

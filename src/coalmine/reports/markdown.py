@@ -10,6 +10,7 @@ from coalmine.reports.base import reporter
 from coalmine.results import CanaryRun, CaseResult, format_score
 
 _MARK = {"PASS": "✅ PASS", "FAIL": "❌ FAIL", "ERROR": "⚠️ ERROR"}
+_ADVISORY = " (advisory)"
 _SHORT_ID = re.compile(r"^([A-Za-z]+-\d+)-")
 
 
@@ -88,7 +89,8 @@ def render_markdown(
             score = format_score(r.composite_score) if r.composite_score is not None else "—"
             lines.append(
                 f"| {_cell(short_id(r.id))} | {_cell(r.phase)} | {_cell(r.title)} | "
-                f"{_cell(r.agent)} | {score} | {_MARK[r.verdict]} |"
+                f"{_cell(r.agent)} | {score} | {_MARK[r.verdict]}"
+                f"{_ADVISORY if r.advisory else ''} |"
             )
         lines.append("")
     s = run.summary
@@ -96,6 +98,9 @@ def render_markdown(
     parts = [f"{s.passed}/{s.total} passed", f"Composite: {composite}"]
     if s.errored:
         parts.append(f"{s.errored} errored")
+    advisory = sum(1 for r in run.results if r.advisory)
+    if advisory:
+        parts.append(f"{advisory} advisory (not failing the run)")
     if s.invalid:
         parts.append(f"{s.invalid} invalid spec{'s' if s.invalid != 1 else ''}")
     if results_path is not None:
@@ -103,7 +108,13 @@ def render_markdown(
     lines.append("**Summary:** " + " | ".join(parts))
     if run.judge is not None and run.judge.describe():
         about = f" — {run.judge.description.strip()}" if run.judge.description else ""
-        lines += ["", f"**Judge:** {run.judge.describe()}{about}"]
+        if run.judge.uncalibrated:
+            power = "blocks without a calibration record (judge.blocking: true)"
+        elif run.judge.blocking:
+            power = "calibrated: may block"
+        else:
+            power = "advisory until calibrated"
+        lines += ["", f"**Judge:** {run.judge.describe()} ({power}){about}"]
     if run.interrupted:
         lines += ["", "**Interrupted:** only the canaries above finished; the others did not run."]
     problems = [r for r in run.results if r.verdict != "PASS"]

@@ -24,6 +24,7 @@ from coalmine._util.git import read_git_state
 from coalmine._util.hashing import hash_bytes
 from coalmine.config import Config
 from coalmine.errors import UsageError
+from coalmine.judge.policy import judge_policy
 from coalmine.providers.base import build_provider
 from coalmine.reports.json import write_result_file
 from coalmine.results import CanaryRun, CaseResult, InvalidSpecRecord, JudgeInfo, RunTotals
@@ -109,6 +110,15 @@ async def run_canaries(
                 )
         if judge_agent is not None:
             judge = Caller(build_provider(judge_agent), judge_agent, response_cache)
+            policy = judge_policy(
+                calibrated_may_block=store.judge_may_block(judge.identity_key())
+                if store is not None
+                else None,
+                configured_blocking=config.judge_blocking,
+            )
+            judge_info = judge_info.model_copy(
+                update={"blocking": policy.blocking, "uncalibrated": policy.uncalibrated or None}
+            )
         total = len(todo)
         await emit(
             hooks,
@@ -130,6 +140,7 @@ async def run_canaries(
                 clock=clock,
                 secrets=secrets,
                 skip_reason=skip_reason,
+                judge_blocks=bool(judge_info.blocking),
             )
             if store is not None and record.run_id is not None:
                 store.record_case(record.run_id, outcome.result, outcome.extras)

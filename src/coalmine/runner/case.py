@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
 from coalmine._util.clock import Clock
+from coalmine._util.hashing import canonical_json, hash_text
 from coalmine.config import AgentConfig
 from coalmine.errors import AgentTimeout, GradeError, ProviderError
 from coalmine.graders.base import GradeContext, JudgeFn, JudgeReply
@@ -58,6 +60,18 @@ class Caller:
             self.cache.put(key, output)
         return output, f"miss: {miss}"
 
+    def identity(self) -> dict[str, Any]:
+        """What shapes this provider's answers (its cache identity, or its names)."""
+        declared = getattr(self.provider, "cache_identity", None)
+        if declared is not None:
+            identity: dict[str, Any] = declared()
+            return identity
+        return {"provider": self.agent.provider, "agent": self.agent.name}
+
+    def identity_key(self) -> str:
+        """A stable hash of ``identity()`` (how calibration records name a judge)."""
+        return hash_text(canonical_json(self.identity()))
+
     def _key(self, request: AgentRequest) -> CacheKey | None:
         identity = getattr(self.provider, "cache_identity", None)
         if self.cache is None or identity is None:
@@ -94,8 +108,9 @@ async def run_case(
     clock: Clock,
     secrets: list[str],
     skip_reason: str,
+    judge_blocks: bool = False,
 ) -> CaseOutcome:
-    """Call, grade and gate one canary."""
+    """Call, grade and gate one canary (``judge_blocks``: the judge policy's verdict)."""
     spec = canary.loaded.spec
     t0 = clock.monotonic()
     request = AgentRequest(
@@ -110,6 +125,8 @@ async def run_case(
     error: str | None = None
     failures: list[str] = []
     calls: list[JudgeCall] = []
+    blocking: dict[str, bool] = {}
+    advisory = not spec.blocking
     try:
         output, cache_status = await caller.call(request, canary.timeout)
     except ProviderError as exc:
@@ -119,17 +136,20 @@ async def run_case(
         failures = ["the agent failed; no grader ran"]
     if output is not None:
         ctx = GradeContext(case_id=spec.id, prompt=spec.prompt, judge=judge)
-        graded = await _grade(spec, output.text, ctx, skip_reason)
+        graded = await _grade(spec, output.text, ctx, skip_reason, judge_blocks)
         grades, reason, error, calls = graded.grades, graded.reason, graded.error, graded.calls
+        blocking = graded.blocking
         if error is not None:
             verdict, composite = "ERROR", None
+            advisory = advisory or (reason == "judge_error" and not judge_blocks)
         elif all(g.score is None for g in grades.values()):
             verdict, composite, reason = "ERROR", None, "no_graders"
             error = "every grader was skipped, so nothing graded this canary"
         else:
-            decision = decide(grades, graded.thresholds)
+            decision = decide(grades, graded.thresholds, blocking)
             verdict, failures = decision.verdict, decision.failures
             composite = round(decision.composite, 6)
+            advisory = advisory or decision.advisory
     text = output.text if output is not None else None
     result = CaseResult(
         id=spec.id,
@@ -143,6 +163,7 @@ async def run_case(
         reason=reason,
         error=error,
         failures=failures,
+        advisory=(advisory or None) if verdict != "PASS" else None,
         prompt=spec.prompt,
         output=text[:OUTPUT_LIMIT] if text is not None else None,
         output_truncated=(len(text) > OUTPUT_LIMIT) or None if text is not None else None,
@@ -166,6 +187,7 @@ async def run_case(
             )
             for c in calls
         ],  # fmt: skip
+        blocking=blocking,
     )
     return CaseOutcome(_redacted(result, secrets), extras)
 
@@ -184,20 +206,27 @@ def _redacted(result: CaseResult, secrets: list[str]) -> CaseResult:
 class _Graded:
     grades: dict[str, Grade]
     thresholds: dict[str, float]
+    blocking: dict[str, bool]
     reason: FailureReason | None
     error: str | None
     calls: list[JudgeCall]
 
 
-async def _grade(spec: CanarySpec, text: str, ctx: GradeContext, skip_reason: str) -> _Graded:
+async def _grade(
+    spec: CanarySpec, text: str, ctx: GradeContext, skip_reason: str, judge_blocks: bool
+) -> _Graded:
     """Run every grader of ``spec``; stop at the first that cannot grade."""
     grades: dict[str, Grade] = {}
     thresholds: dict[str, float] = {}
+    blocking: dict[str, bool] = {}
     calls: list[JudgeCall] = []
     for grader_spec in spec.expected.graders:
         key = _grade_key(grader_spec.name or grader_spec.type, grades)
         grader = graders.get(grader_spec.type)
         thresholds[key] = grader.threshold
+        # A spec may make any grader advisory, but only the judge policy lets a judge block.
+        may_block = judge_blocks if grader.needs_judge else True
+        blocking[key] = spec.blocking and may_block and grader_spec.blocking is not False
         if grader.needs_judge and ctx.judge is None:
             grades[key] = Grade(weight=grader_spec.weight, skipped=True, reason=skip_reason)
             continue
@@ -207,11 +236,12 @@ async def _grade(spec: CanarySpec, text: str, ctx: GradeContext, skip_reason: st
         except GradeError as exc:
             calls += _judge_calls(key, exc.judge_calls, exc.prompt_sha256)
             reason: FailureReason = "judge_error" if grader.needs_judge else "grader_error"
-            return _Graded(grades, thresholds, reason, str(exc), calls)
+            return _Graded(grades, thresholds, blocking, reason, str(exc), calls)
         if isinstance(grade, JudgeGrade):
             calls += _judge_calls(key, grade.calls, grade.prompt_sha256)
-        grades[key] = grade.model_copy(update={"weight": grader_spec.weight})
-    return _Graded(grades, thresholds, None, None, calls)
+        update = {"weight": grader_spec.weight, "detail": grade.explain() or None}
+        grades[key] = grade.model_copy(update=update)
+    return _Graded(grades, thresholds, blocking, None, None, calls)
 
 
 def _judge_calls(key: str, attempts: Sequence[object], prompt_hash: str | None) -> list[JudgeCall]:

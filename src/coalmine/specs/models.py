@@ -20,6 +20,8 @@ class GraderSpec(BaseModel):
     """Key in ``grader_scores``; defaults to the type (a second grader of a type gets ``#2``)."""
     config: dict[str, Any] = {}
     """The grader's own settings, checked against the grader's config model."""
+    blocking: bool | None = None
+    """Whether a low score may fail the run (default: deterministic graders do, judges advise)."""
 
 
 class Expected(BaseModel):
@@ -51,3 +53,5 @@ class CanarySpec(BaseModel):
     """Free text for readers of the spec; never sent to the agent."""
     tags: list[str] = []
     """Labels for selection and reports."""
+    blocking: bool = True
+    """False makes the whole canary advisory: its failures are shown but never fail the run."""

@@ -32,8 +32,8 @@ class Artifacts:
         """Store ``text`` (UTF-8) and return its name."""
         name = hash_text(text)
         path = self.path_of(name)
-        if path.exists():
-            return name
+        if path.exists() and self.get(name) is not None:
+            return name  # already stored, intact (a damaged copy is written again below)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")

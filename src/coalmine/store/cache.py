@@ -118,7 +118,8 @@ class ResponseCache:
             "SELECT COUNT(*) FROM response_cache WHERE scope = ?", (key.scope,)
         ).fetchone()[0]
         if count:
-            return f"the prompt is new or changed ({count} other answers of this agent cached)"
+            answers = "answer" if count == 1 else "answers"
+            return f"the prompt is new or changed ({count} other {answers} of this agent cached)"
         return "nothing is cached for this agent and settings yet"
 
 

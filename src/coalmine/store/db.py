@@ -40,6 +40,9 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise StoreError(f"cannot write to the run store: {exc}") from None
     try:
         yield conn
+    except sqlite3.Error as exc:
+        conn.execute("ROLLBACK")
+        raise StoreError(f"the run store refused a write: {exc}") from None
     except BaseException:
         conn.execute("ROLLBACK")
         raise

@@ -170,3 +170,20 @@ def _initial(conn: sqlite3.Connection) -> None:
         CREATE INDEX cache_by_scope ON response_cache (scope, prompt_hash);
         """,
     )
+
+
+@migration("m002_judge_calibrations")
+def _judge_calibrations(conn: sqlite3.Connection) -> None:
+    _execute_script(
+        conn,
+        """
+        CREATE TABLE judge_calibrations (
+            id INTEGER PRIMARY KEY,
+            judge_key TEXT NOT NULL,             -- sha256 of the judge's identity
+            may_block INTEGER NOT NULL,
+            record TEXT NOT NULL,                -- JSON calibration record
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX calibrations_by_judge ON judge_calibrations (judge_key, id);
+        """,
+    )

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from coalmine._util.ids import new_ulid
 from coalmine.errors import StoreError, UsageError
 from coalmine.results import (
+    OUTPUT_LIMIT,
     CanaryRun,
     CaseResult,
     InvalidSpecRecord,
@@ -246,7 +247,26 @@ class Store:
                 [(run_id, i.path, i.line, i.id, i.reason) for i in invalid],
             )
 
+    def record_calibration(
+        self, judge_key: str, *, may_block: bool, record: dict[str, Any]
+    ) -> None:
+        """Store a judge's calibration outcome (the newest one counts)."""
+        with transaction(self.conn) as c:
+            c.execute(
+                "INSERT INTO judge_calibrations (judge_key, may_block, record, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                (judge_key, int(may_block), json.dumps(record), datetime.now(UTC).isoformat()),
+            )
+
     # -- reading ---------------------------------------------------------------------------
+
+    def judge_may_block(self, judge_key: str) -> bool | None:
+        """What the newest calibration of the judge says; ``None`` if it was never calibrated."""
+        row = self.conn.execute(
+            "SELECT may_block FROM judge_calibrations WHERE judge_key = ? ORDER BY id DESC LIMIT 1",
+            (judge_key,),
+        ).fetchone()
+        return None if row is None else bool(row[0])
 
     def list_runs(self, *, kind: str | None = None, limit: int = 20) -> list[RunInfo]:
         """The newest runs first."""
@@ -272,15 +292,18 @@ class Store:
         Raises:
             UsageError: no run, or several, match ``ref``.
         """
+        if not ref.strip():
+            raise UsageError("name a run: an id, an id prefix, a label or 'latest'")
         base = "SELECT *, 0 AS cases FROM runs WHERE (? IS NULL OR kind = ?)"
         if ref == "latest":
             rows = self.conn.execute(
                 base + " AND status = 'finished' ORDER BY id DESC LIMIT 1", (kind, kind)
             ).fetchall()
         else:
+            prefix = ref.upper()  # ULIDs are upper case; a prefix is compared, not LIKE-matched
             rows = self.conn.execute(
-                base + " AND (id = ? OR label = ? OR id LIKE ?) ORDER BY id DESC",
-                (kind, kind, ref.upper(), ref, ref.upper() + "%"),
+                base + " AND (label = ? OR substr(id, 1, ?) = ?) ORDER BY id DESC",
+                (kind, kind, ref, len(prefix), prefix),
             ).fetchall()
             exact = [r for r in rows if r["id"] == ref.upper() or r["label"] == ref]
             rows = exact or rows
@@ -305,7 +328,7 @@ class Store:
                 "prompt": self.artifacts.get(row["prompt_artifact"])
                 if row["prompt_artifact"]
                 else None,
-                "output": self.artifacts.get(row["output_artifact"])
+                "output": (self.artifacts.get(row["output_artifact"]) or "")[:OUTPUT_LIMIT]
                 if row["output_artifact"]
                 else None,
             }
@@ -329,8 +352,13 @@ class Store:
         results = self.case_results(info.id)
         invalid = self.invalid_specs(info.id)
         summary = info.summary or RunTotals.of(results, invalid=len(invalid))
+        duration = 0.0
+        if info.ended_at:
+            delta = datetime.fromisoformat(info.ended_at) - datetime.fromisoformat(info.started_at)
+            duration = round(delta.total_seconds(), 3)
         return CanaryRun(
             run_id=info.label or info.id,
+            duration_seconds=duration,
             store_run_id=info.id,
             timestamp=_utc_z(info.started_at),
             summary=summary,
@@ -360,7 +388,7 @@ class Store:
         self.finish_run(
             run_id,
             status="interrupted" if run.interrupted else "finished",
-            ended_at=started,
+            ended_at=started + timedelta(seconds=run.duration_seconds),
             summary=run.summary,
             invalid=run.invalid_specs,
             label=run.run_id,
