@@ -26,6 +26,7 @@ Loc = tuple[str | int, ...]
 # libyaml's loader when PyYAML was built with it (3-4x faster), the pure-Python one otherwise;
 # both compose nodes that carry their line.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 class SourceError(Exception):
@@ -116,6 +117,8 @@ def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], pa
             lines[(*loc, i)] = item.start_mark.line + 1
             items.append(_construct(loader, item, (*loc, i), lines, path))
         return items
+    if node.tag == _STR_TAG:
+        return node.value  # the common case, without the constructor's dispatch
     return loader.construct_object(node, deep=True)
 
 

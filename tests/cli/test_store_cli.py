@@ -193,10 +193,11 @@ def test_cache_answers_repeat_runs_and_explains_misses(project: Project) -> None
     project.canary("qa-001-case", prompt="qa-001-case good review, reworded")
     third = project.run_cli("canary", "run", "--cache-explain", "--display", "none")
     assert "- qa-001-case: miss: the prompt is new or changed" in third.stdout
-    # A damaged entry is a miss, never a crash.
-    for blob in (project.root / ".coalmine" / "artifacts").rglob("*"):
-        if blob.is_file():
-            blob.write_text("garbage")
+    # A damaged entry is a miss, never a crash (short answers live in the blobs table).
+    conn = sqlite3.connect(project.root / ".coalmine" / "coalmine.db")
+    conn.execute("UPDATE blobs SET text = 'garbage'")
+    conn.commit()
+    conn.close()
     fourth = project.run_cli("canary", "run", "--cache-explain", "--display", "none")
     assert fourth.returncode == 1, fourth.stderr
     assert "miss: the cached answer's text is missing or damaged" in fourth.stdout

@@ -126,22 +126,40 @@ def test_a_miss_names_every_difference_of_the_nearest_entry(cache: ResponseCache
     )
 
 
-def test_a_damaged_answer_is_a_miss(store: Store, cache: ResponseCache) -> None:
-    cache.put(KEY, ANSWER)
+def damage(store: Store, name: str) -> None:
+    """Spoil a stored text wherever it lives (the blobs table, or a file for large ones)."""
+    if store.conn.execute("UPDATE blobs SET text = 'garbage' WHERE name = ?", (name,)).rowcount:
+        return
+    store.artifacts.path_of(name).write_text("garbage", encoding="utf-8")
+
+
+def forget(store: Store, name: str) -> None:
+    store.conn.execute("DELETE FROM blobs WHERE name = ?", (name,))
+    store.artifacts.path_of(name).unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("size", [10, 10_000], ids=["inline", "file"])
+def test_a_damaged_answer_is_a_miss(store: Store, cache: ResponseCache, size: int) -> None:
+    answer = ANSWER.model_copy(update={"text": "x" * size})
+    cache.put(KEY, answer)
     (artifact,) = store.conn.execute("SELECT text_artifact FROM response_cache").fetchone()
-    store.artifacts.path_of(artifact).write_text("garbage", encoding="utf-8")
+    damage(store, artifact)
     damaged = cache.get(KEY)
     assert damaged.output is None
     assert damaged.reason == DAMAGED
-    store.artifacts.path_of(artifact).unlink()
+    forget(store, artifact)
     assert cache.get(KEY).reason == DAMAGED
 
 
-def test_caching_again_repairs_a_damaged_answer(store: Store, cache: ResponseCache) -> None:
-    cache.put(KEY, ANSWER)
+@pytest.mark.parametrize("size", [10, 10_000], ids=["inline", "file"])
+def test_caching_again_repairs_a_damaged_answer(
+    store: Store, cache: ResponseCache, size: int
+) -> None:
+    answer = ANSWER.model_copy(update={"text": "x" * size})
+    cache.put(KEY, answer)
     (artifact,) = store.conn.execute("SELECT text_artifact FROM response_cache").fetchone()
-    store.artifacts.path_of(artifact).write_text("garbage", encoding="utf-8")
-    cache.put(KEY, ANSWER)  # what the runner does after the miss: the agent answered again
+    damage(store, artifact)
+    cache.put(KEY, answer)  # what the runner does after the miss: the agent answered again
     assert cache.get(KEY).reason == "hit"
 
 

@@ -77,7 +77,10 @@ def test_open_creates_the_database_and_puts_artifacts_beside_it(tmp_path: Path) 
         assert path.is_file()
         assert store.artifacts.root == path.parent / "artifacts"
         run_id = store.start_run(new_run())
+        # a short text stays in the database; a large one goes to a file beside it
         store.record_case(run_id, case("a"), CaseExtras(position=0, output="an answer"))
+        assert not store.artifacts.root.exists()
+        store.record_case(run_id, case("b"), CaseExtras(position=1, output="x" * 5000))
         assert [p.parent.parent.parent for p in store.artifacts.root.rglob("*") if p.is_file()] == [
             path.parent / "artifacts"
         ]

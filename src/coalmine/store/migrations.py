@@ -187,3 +187,8 @@ def _judge_calibrations(conn: sqlite3.Connection) -> None:
         CREATE INDEX calibrations_by_judge ON judge_calibrations (judge_key, id);
         """,
     )
+
+
+@migration("m003_blobs")
+def _blobs(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE blobs (name TEXT PRIMARY KEY, text TEXT NOT NULL)")

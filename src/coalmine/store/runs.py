@@ -20,6 +20,7 @@ from coalmine.results import (
     OUTPUT_LIMIT,
     CanaryRun,
     CaseResult,
+    Grade,
     InvalidSpecRecord,
     JudgeInfo,
     RunTotals,
@@ -102,7 +103,7 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
         self.path = path
-        self.artifacts = Artifacts(path.parent / "artifacts")
+        self.artifacts = Artifacts(path.parent / "artifacts", conn)
 
     @classmethod
     def open(cls, path: Path) -> Store:
@@ -153,13 +154,16 @@ class Store:
 
     def record_case(self, run_id: str, result: CaseResult, extras: CaseExtras) -> None:
         """Store one graded case, its grades and judge calls, in one transaction."""
-        put = self.artifacts.put
-        prompt_ref = put(extras.prompt) if extras.prompt is not None else None
-        output_ref = put(extras.output) if extras.output is not None else None
-        replies = {(j.grader_key, j.attempt): put(j.reply) for j in extras.judge_calls if j.reply}
-        slim = result.model_copy(update={"prompt": None, "output": None})
+        # Grades live in their own table; the result row keeps the rest.
+        slim = result.model_copy(update={"prompt": None, "output": None, "grader_scores": {}})
         usage = extras.usage or {}
         with transaction(self.conn) as c:
+            put = self.artifacts.put
+            prompt_ref = put(extras.prompt) if extras.prompt is not None else None
+            output_ref = put(extras.output) if extras.output is not None else None
+            replies = {
+                (j.grader_key, j.attempt): put(j.reply) for j in extras.judge_calls if j.reply
+            }
             c.execute(
                 "INSERT OR REPLACE INTO case_results (run_id, case_id, position, verdict,"
                 " composite_score, reason, agent, model, duration_seconds, prompt_tokens,"
@@ -183,6 +187,7 @@ class Store:
                     datetime.now(UTC).isoformat(),
                 ),
             )
+            c.execute("DELETE FROM grades WHERE run_id = ? AND case_id = ?", (run_id, result.id))
             for key, grade in result.grader_scores.items():
                 blocking = extras.blocking.get(key)
                 c.execute(
@@ -315,22 +320,26 @@ class Store:
         return _run_info(rows[0])
 
     def case_results(self, run_id: str) -> list[CaseResult]:
-        """Every stored case of a run, in table order, with prompt and output restored."""
+        """Every stored case of a run, in table order, with grades, prompt and output restored."""
         rows = self.conn.execute(
-            "SELECT result, prompt_artifact, output_artifact FROM case_results"
+            "SELECT case_id, result, prompt_artifact, output_artifact FROM case_results"
             " WHERE run_id = ? ORDER BY position, case_id",
             (run_id,),
         ).fetchall()
+        grades: dict[str, dict[str, Grade]] = {}
+        for g in self.conn.execute(
+            "SELECT case_id, key, details FROM grades WHERE run_id = ? ORDER BY rowid", (run_id,)
+        ):
+            grades.setdefault(g["case_id"], {})[g["key"]] = Grade.model_validate_json(g["details"])
         out = []
         for row in rows:
+            prompt, output = row["prompt_artifact"], row["output_artifact"]
             result = CaseResult.model_validate_json(row["result"])
-            texts = {
-                "prompt": self.artifacts.get(row["prompt_artifact"])
-                if row["prompt_artifact"]
-                else None,
-                "output": (self.artifacts.get(row["output_artifact"]) or "")[:OUTPUT_LIMIT]
-                if row["output_artifact"]
-                else None,
+            texts: dict[str, Any] = {
+                # rows written before grades had their own table keep them in the result
+                "grader_scores": grades.get(row["case_id"]) or result.grader_scores,
+                "prompt": self.artifacts.get(prompt) if prompt else None,
+                "output": (self.artifacts.get(output) or "")[:OUTPUT_LIMIT] if output else None,
             }
             out.append(result.model_copy(update=texts))
         return out
