@@ -99,7 +99,7 @@ def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], pa
         loader.flatten_mapping(node)
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
+            key = _scalar(loader, key_node)
             if not isinstance(key, str | int):
                 key = str(key)
             line = key_node.start_mark.line + 1
@@ -117,7 +117,11 @@ def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], pa
             lines[(*loc, i)] = item.start_mark.line + 1
             items.append(_construct(loader, item, (*loc, i), lines, path))
         return items
-    if node.tag == _STR_TAG:
+    return _scalar(loader, node)
+
+
+def _scalar(loader: Any, node: yaml.Node) -> Any:
+    if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
         return node.value  # the common case, without the constructor's dispatch
     return loader.construct_object(node, deep=True)
 

@@ -43,13 +43,22 @@ _SKIP_REASONS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CanaryOutcome:
     """What a run produced: the run record, where it was written, and the exit code."""
 
     run: CanaryRun
     results_path: Path | None
     exit_code: int
+
+    def __repr__(self) -> str:
+        # Kept short on purpose: asyncio formats the repr of the main task's result when a
+        # run ends (signal.getsignal in asyncio.Runner), and a full repr of 10,000 results
+        # cost seconds.
+        return (
+            f"CanaryOutcome(run_id={self.run.run_id!r}, cases={len(self.run.results)}, "
+            f"exit_code={self.exit_code})"
+        )
 
 
 async def run_canaries(

@@ -61,13 +61,18 @@ class Artifacts:
             raise StoreError(f"cannot write artifact {path}: {exc.strerror}") from None
         return name
 
-    def get(self, name: str) -> str | None:
-        """Return the text called ``name``, or ``None`` if it is missing or damaged."""
+    def get(self, name: str, *, inline: str | None = None) -> str | None:
+        """Return the text called ``name``, or ``None`` if it is missing or damaged.
+
+        ``inline`` is the blobs row's text when the caller already joined it.
+        """
         try:
-            row = self.conn.execute("SELECT text FROM blobs WHERE name = ?", (name,)).fetchone()
+            if inline is None:
+                row = self.conn.execute("SELECT text FROM blobs WHERE name = ?", (name,)).fetchone()
+                inline = None if row is None else str(row[0])
             data: bytes
-            if row is not None:
-                data = str(row[0]).encode("utf-8")
+            if inline is not None:
+                data = inline.encode("utf-8")
             else:
                 data = self.path_of(name).read_bytes()
         except (OSError, StoreError, sqlite3.Error, UnicodeEncodeError):

@@ -64,13 +64,15 @@ class ResponseCache:
         """Return the cached output for ``key``, or why there is none."""
         try:
             row = self.store.conn.execute(
-                "SELECT output, text_artifact FROM response_cache WHERE key = ?", (key.key,)
+                "SELECT output, text_artifact, blobs.text AS inline FROM response_cache"
+                " LEFT JOIN blobs ON blobs.name = text_artifact WHERE key = ?",
+                (key.key,),
             ).fetchone()
         except sqlite3.Error as exc:
             return Lookup(None, f"the cache could not be read ({exc})")
         if row is None:
             return Lookup(None, self._explain(key))
-        text = self.store.artifacts.get(row["text_artifact"])
+        text = self.store.artifacts.get(row["text_artifact"], inline=row["inline"])
         if text is None:
             return Lookup(None, "the cached answer's text is missing or damaged")
         try:

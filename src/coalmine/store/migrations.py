@@ -192,3 +192,9 @@ def _judge_calibrations(conn: sqlite3.Connection) -> None:
 @migration("m003_blobs")
 def _blobs(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE blobs (name TEXT PRIMARY KEY, text TEXT NOT NULL)")
+
+
+@migration("m004_cache_by_prompt")
+def _cache_by_prompt(conn: sqlite3.Connection) -> None:
+    # explaining a miss looks entries up by prompt alone; without this it scanned the table
+    conn.execute("CREATE INDEX cache_by_prompt ON response_cache (prompt_hash)")

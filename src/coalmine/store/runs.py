@@ -187,24 +187,25 @@ class Store:
                     datetime.now(UTC).isoformat(),
                 ),
             )
-            c.execute("DELETE FROM grades WHERE run_id = ? AND case_id = ?", (run_id, result.id))
-            for key, grade in result.grader_scores.items():
-                blocking = extras.blocking.get(key)
-                c.execute(
-                    "INSERT INTO grades (run_id, case_id, key, score, passed, weight, skipped,"
-                    " blocking, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            # Recording a case again replaces its row, and the cascade drops its old grades.
+            c.executemany(
+                "INSERT OR REPLACE INTO grades (run_id, case_id, key, score, passed, weight,"
+                " skipped, blocking, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
                     (
                         run_id,
                         result.id,
                         key,
                         grade.score,
-                        None if grade.passed is None else int(grade.passed),
+                        _flag(grade.passed),
                         grade.weight,
                         int(bool(grade.skipped)),
-                        None if blocking is None else int(blocking),
+                        _flag(extras.blocking.get(key)),
                         grade.model_dump_json(),
-                    ),
-                )
+                    )
+                    for key, grade in result.grader_scores.items()
+                ],
+            )
             for call in extras.judge_calls:
                 c.execute(
                     "INSERT INTO judge_verdicts (run_id, case_id, grader_key, attempt, model,"
@@ -403,6 +404,10 @@ class Store:
             label=run.run_id,
         )
         return run_id
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def _utc_z(iso: str) -> str:
