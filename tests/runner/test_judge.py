@@ -295,8 +295,17 @@ def test_no_secret_reaches_a_file_or_the_terminal(
     echo = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}"}})
     openai_server.default = lambda received: Reply(status=500, body=echo)
 
-    table = project.run_cli("canary", "run", "--display", "plain")
-    as_json = project.run_cli("canary", "run", "--format", "json", "--display", "jsonl")
+    out = project.root / "out"
+    reports = ["--report", f"junit:{out}/junit.xml", "--report", f"html:{out}/run.html",
+               "--report", f"markdown:{out}/summary.md", "--report", f"json:{out}/run.json"]  # fmt: skip
+    table = project.run_cli("canary", "run", "--display", "plain", "--cache", *reports)
+    as_json = project.run_cli(
+        "canary", "run", "--format", "json", "--display", "jsonl", "--cache-explain"
+    )
+    again = project.run_cli("report", "latest", "--format", "html", "--out", f"{out}/again.html")
+    assert again.returncode == 0, again.stderr
+    assert (project.root / "out" / "junit.xml").is_file()
+    assert (project.root / ".coalmine" / "coalmine.db").is_file()
 
     assert openai_server.requests, "the judge was never called"
     assert openai_server.requests[0].headers.get("Authorization") == f"Bearer {KEY}"

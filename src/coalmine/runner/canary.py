@@ -115,10 +115,10 @@ async def run_canaries(
         for _, canary in todo:
             if canary.agent.name not in callers:
                 callers[canary.agent.name] = Caller(
-                    build_provider(canary.agent), canary.agent, response_cache
+                    build_provider(canary.agent), canary.agent, response_cache, tuple(secrets)
                 )
         if judge_agent is not None:
-            judge = Caller(build_provider(judge_agent), judge_agent, response_cache)
+            judge = Caller(build_provider(judge_agent), judge_agent, response_cache, tuple(secrets))
             policy = judge_policy(
                 calibrated_may_block=store.judge_may_block(judge.identity_key())
                 if store is not None

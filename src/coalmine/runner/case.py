@@ -37,6 +37,8 @@ class Caller:
     provider: Provider
     agent: AgentConfig
     cache: ResponseCache | None = None
+    secrets: tuple[str, ...] = ()
+    """Never written to the cache: an answer that quotes one is cached scrubbed."""
 
     async def call(self, request: AgentRequest, timeout: float) -> tuple[AgentOutput, str | None]:
         """Return the output and the cache status (``hit``, ``miss: why``, or ``None``)."""
@@ -57,7 +59,10 @@ class Caller:
         if self.cache is None:
             return output, None
         if key is not None:
-            self.cache.put(key, output)
+            text = redact(output.text, list(self.secrets))
+            self.cache.put(
+                key, output if text == output.text else output.model_copy(update={"text": text})
+            )
         return output, f"miss: {miss}"
 
     def identity(self) -> dict[str, Any]:
