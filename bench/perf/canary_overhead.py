@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import anyio
-import yaml
+from benchproject import ANSWER, make_project
 
 from coalmine.graders.keyword import KeywordConfig, score_keywords
 from coalmine.graders.structural import StructuralConfig, score_structure
@@ -30,36 +30,6 @@ from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.providers.command import CommandProvider, CommandSettings
 from coalmine.runner.canary import run_canaries
 from coalmine.runner.plan import plan_canaries
-
-ANSWER = "# Findings\nSQL injection in login().\n## Remediation\nUse parameterised queries.\n"
-
-
-def make_project(root: Path, n: int) -> None:
-    (root / "agents").mkdir(parents=True)
-    (root / "agents" / "__init__.py").write_text("")
-    (root / "agents" / "fast.py").write_text(f"def run(prompt, context):\n    return {ANSWER!r}\n")
-    config = {
-        "agents": {"QA Coordinator": {"provider": "python", "target": "agents.fast:run"}},
-        "judge": "none",
-    }
-    (root / "coalmine.yaml").write_text(yaml.safe_dump(config))
-    folder = root / "bench" / "canaries" / "qa"
-    folder.mkdir(parents=True)
-    for i in range(n):
-        spec = {
-            "id": f"qa-{i:04d}-bench",
-            "phase": "qa",
-            "title": f"bench {i}",
-            "prompt": f"Review handler {i}.",
-            "expected": {
-                "graders": [
-                    {"type": "keyword", "weight": 0.5, "config": {"required": ["injection"]}},
-                    {"type": "structural", "weight": 0.5,
-                     "config": {"required_sections": ["findings", "remediation"]}},
-                ]
-            },
-        }  # fmt: skip
-        (folder / f"qa-{i:04d}-bench.yaml").write_text(yaml.safe_dump(spec))
 
 
 def bench_runner(n: int) -> None:

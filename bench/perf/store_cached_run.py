@@ -18,40 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
-ANSWER = "# Findings\nSQL injection in login().\n## Remediation\nUse parameterised queries.\n"
-
-
-def make_project(root: Path, n: int) -> None:
-    (root / "agents").mkdir(parents=True)
-    (root / "agents" / "__init__.py").write_text("")
-    (root / "agents" / "bench_agent.py").write_text(
-        f"def run(prompt, context):\n    return {ANSWER!r} + prompt\n"
-    )
-    config = {
-        "agents": {"QA Coordinator": {"provider": "python", "target": "agents.bench_agent:run"}},
-        "judge": "none",
-        "defaults": {"jobs": 8},
-    }
-    (root / "coalmine.yaml").write_text(yaml.safe_dump(config))
-    folder = root / "bench" / "canaries" / "qa"
-    folder.mkdir(parents=True)
-    for i in range(n):
-        spec = {
-            "id": f"qa-{i:05d}-bench",
-            "phase": "qa",
-            "title": f"bench {i}",
-            "prompt": f"Review handler {i} for injection flaws.",
-            "expected": {
-                "graders": [
-                    {"type": "keyword", "weight": 0.5, "config": {"required": ["injection"]}},
-                    {"type": "structural", "weight": 0.5,
-                     "config": {"required_sections": ["findings", "remediation"]}},
-                ]
-            },
-        }  # fmt: skip
-        (folder / f"qa-{i:05d}-bench.yaml").write_text(yaml.safe_dump(spec))
+from benchproject import make_project
 
 
 def timed_run(root: Path, *extra: str) -> float:
@@ -78,7 +45,7 @@ def main() -> None:
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="coalmine-bench-"))
     try:
-        make_project(root, args.canaries)
+        make_project(root, args.canaries, echo_prompt=True, jobs=8)
         n = args.canaries
         cold = timed_run(root, "--cache")
         warm = timed_run(root, "--cache")
