@@ -170,7 +170,7 @@ def test_agent_with_unknown_provider(tmp_path: Path) -> None:
     assert error.line == 3
     assert error.reason == (
         "agent 'QA': unknown provider 'comand' (did you mean 'command'?); "
-        "valid providers: command, openai, python"
+        "valid providers: anthropic, command, http, openai, python"
     )
 
 
@@ -178,7 +178,10 @@ def test_agent_without_provider(tmp_path: Path) -> None:
     write(tmp_path, "coalmine.yaml", "agents:\n  QA:\n    argv: [x]\n")
     error = config_error(tmp_path)
     assert error.line == 2
-    assert error.reason == "agent 'QA' needs 'provider:' (one of: command, openai, python)"
+    assert (
+        error.reason
+        == "agent 'QA' needs 'provider:' (one of: anthropic, command, http, openai, python)"
+    )
 
 
 def test_agent_typo_key_gives_line_and_valid_keys(tmp_path: Path) -> None:

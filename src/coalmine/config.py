@@ -63,6 +63,31 @@ class Defaults(BaseModel):
     """How many canaries run at once (sequential by default, as the seed asks)."""
 
 
+class CallPolicy(BaseModel):
+    """How coalmine calls an agent, whatever its provider: retries and limits.
+
+    These keys sit beside ``provider:`` in an agent's entry.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    retries: int | None = Field(None, ge=0)
+    """Extra attempts after a retryable failure (429, 5xx, timeout, dropped connection).
+
+    The default is the provider's: 2 for HTTP providers, 0 for commands and functions."""
+    backoff_seconds: float = Field(1.0, gt=0)
+    """The first wait before a retry; it doubles each time, with full jitter."""
+    max_backoff_seconds: float = Field(60.0, gt=0)
+    """The longest wait between two attempts (a server's Retry-After is honoured up to it)."""
+    max_concurrency: int | None = Field(None, ge=1)
+    """Calls in flight at once to this agent, across every case (and the judge)."""
+    requests_per_minute: float | None = Field(None, gt=0)
+    """Calls started per minute to this agent, across every case (and the judge)."""
+
+
+POLICY_KEYS = frozenset(CallPolicy.model_fields)
+
+
 class _ConfigFile(BaseModel):
     """The top level of coalmine.yaml (agents are checked against their provider's model)."""
 
@@ -94,6 +119,8 @@ class AgentConfig:
     line: int | None = None
     description: str | None = None
     """Free text about the agent (every agent may have it, whatever its provider)."""
+    policy: CallPolicy = CallPolicy()
+    """Retries and limits (keys beside ``provider:``)."""
 
 
 JudgeMode = Literal["unset", "none", "agent"]
@@ -239,6 +266,13 @@ def _build_agent(
     description = settings.pop("description", None)
     if loc == ("judge",):
         settings.pop("blocking", None)  # a judge setting, not the provider's
+    policy_keys = {k: settings.pop(k) for k in list(settings) if k in POLICY_KEYS}
+    try:
+        policy = CallPolicy.model_validate(policy_keys)
+    except ValidationError as exc:
+        for problem in validation_problems(exc, doc, CallPolicy, prefix=loc):
+            problems.append(Problem(problem.line, f"agent {name!r}: {problem.message}"))
+        return None
     line = doc.line_of(loc)
     if not isinstance(provider, str):
         choices = ", ".join(sorted(providers))
@@ -264,7 +298,7 @@ def _build_agent(
     if description is not None and not isinstance(description, str):
         problems.append(Problem(doc.line_of((*loc, "description")), "description must be text"))
         return None
-    return AgentConfig(name, provider, validated, base_dir, doc.path, line, description)
+    return AgentConfig(name, provider, validated, base_dir, doc.path, line, description, policy)
 
 
 def _unknown_agent(

@@ -21,9 +21,11 @@ what is wrong, where, and what to do next; they never mention CLI flags (the CLI
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 __all__ = [
     "AgentTimeout",
+    "FailureKind",
     "CoalmineError",
     "ConfigError",
     "GradeError",
@@ -88,8 +90,29 @@ class PluginError(CoalmineError):
     exit_code = 2
 
 
+FailureKind = Literal[
+    "timeout", "rate_limited", "http_error", "connection", "crash", "bad_output", "config"
+]
+"""What kind of failure an agent call met (recorded on the case, counted per run)."""
+
+_RETRYABLE: dict[str, bool] = {
+    "timeout": True,
+    "rate_limited": True,
+    "connection": True,
+    "http_error": False,  # 5xx sets retryable=True explicitly; other 4xx are the caller's fault
+    "crash": False,
+    "bad_output": False,
+    "config": False,  # e.g. the API key variable is not set: a retry cannot help
+}
+
+
 class ProviderError(CoalmineError):
-    """Calling an agent failed: a non-zero exit, a crash, an HTTP error, bad output."""
+    """Calling an agent failed: a non-zero exit, a crash, an HTTP error, bad output.
+
+    ``kind`` classifies the failure; ``retryable`` says whether trying again may help (429,
+    5xx, timeouts and dropped connections may; other 4xx and invalid output will not), and
+    ``retry_after`` carries the server's ``Retry-After`` in seconds.
+    """
 
     def __init__(
         self,
@@ -97,16 +120,24 @@ class ProviderError(CoalmineError):
         *,
         agent: str,
         provider: str,
+        kind: FailureKind = "crash",
+        retryable: bool | None = None,
+        retry_after: float | None = None,
         attempt: int = 1,
         exit_code: int | None = None,
         stderr_tail: str | None = None,
     ):
         self.agent = agent
         self.provider = provider
+        self.kind: FailureKind = kind
+        self.retryable = _RETRYABLE[kind] if retryable is None else retryable
+        self.retry_after = retry_after
         self.attempt = attempt
         self.process_exit_code = exit_code
         self.stderr_tail = stderr_tail
         self.reason = message
+        self.failures: tuple[str, ...] = ()
+        """``kind: message`` of the attempts that failed before this one (set by the caller)."""
         super().__init__(f"agent {agent!r} ({provider}): {message}")
 
 
@@ -119,6 +150,7 @@ class AgentTimeout(ProviderError):
             f"timed out after {timeout:g}s",
             agent=agent,
             provider=provider,
+            kind="timeout",
             attempt=attempt,
         )
 

@@ -9,6 +9,7 @@ back parses every grade as a plain ``Grade`` that keeps the extra fields.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
@@ -86,6 +87,12 @@ class CaseResult(BaseModel):
     output_truncated: bool | None = _extra()
     warnings: list[str] = []
     cache: str | None = _extra("With the response cache on: 'hit', or 'miss: <why>'.")
+    error_kind: str | None = _extra(
+        "For an agent error: timeout, rate_limited, http_error, connection, crash or bad_output."
+    )
+    attempts: int | None = _extra("Calls made to the agent, when more than one.")
+    call_failures: list[str] = Field(default=[], exclude_if=lambda v: not v)
+    """``kind: message`` of every failed call, retried ones included (never dropped)."""
     spec_path: str | None = _extra()
 
 
@@ -108,6 +115,8 @@ class RunTotals(BaseModel):
     """Mean of the canaries' composites (canaries in ERROR have none and are left out)."""
     errored: int = 0
     invalid: int = 0
+    call_failures: dict[str, int] = Field(default={}, exclude_if=lambda v: not v)
+    """Failed agent calls by kind (``timeout``, ``rate_limited`` …), retried ones included."""
 
     @classmethod
     def of(cls, results: list[CaseResult], *, invalid: int) -> RunTotals:
@@ -120,6 +129,9 @@ class RunTotals(BaseModel):
             errored=sum(r.verdict == "ERROR" for r in results),
             invalid=invalid,
             composite_score=round(sum(composites) / len(composites), 6) if composites else None,
+            call_failures=dict(
+                Counter(f.partition(":")[0] for r in results for f in r.call_failures)
+            ),
         )
 
 

@@ -24,6 +24,7 @@ class Reply:
     status: int = 200
     body: str | bytes | None = None
     delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
     model: str = "fake-model"
     usage: dict[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
@@ -57,6 +58,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    received_at: float = 0.0
+    """time.monotonic() when the request arrived."""
 
 
 class FakeOpenAI:
@@ -65,6 +68,9 @@ class FakeOpenAI:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[Received] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        """The most requests the server was handling at once (to check concurrency limits)."""
         self.default: Callable[[Received], Reply] = lambda r: Reply(text="default reply")
         self._lock = threading.Lock()
         server = self
@@ -80,23 +86,32 @@ class FakeOpenAI:
                     body = json.loads(raw)
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                received = Received("POST", self.path, dict(self.headers.items()), body)
+                received = Received(
+                    "POST", self.path, dict(self.headers.items()), body, time.monotonic()
+                )
                 with server._lock:
                     server.requests.append(received)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     reply = server.replies.popleft() if server.replies else None
                 if reply is None:
                     reply = server.default(received)
-                if reply.delay:
-                    time.sleep(reply.delay)
-                data = reply.payload()
                 try:
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                    data = reply.payload()
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

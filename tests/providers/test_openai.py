@@ -220,4 +220,5 @@ def test_connection_refused_is_a_provider_error(tmp_path: Path) -> None:
 def test_request_timeout_is_passed_to_http(tmp_path: Path, openai_server: FakeOpenAI) -> None:
     openai_server.enqueue(Reply(text="slow", delay=1.0))
     error = fail(make(tmp_path, openai_server), timeout=0.2)
-    assert "Timeout" in str(error)
+    assert error.kind == "timeout"
+    assert "within 0.2s" in str(error)

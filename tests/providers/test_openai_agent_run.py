@@ -23,6 +23,7 @@ def configure(project: Project, server: FakeOpenAI) -> None:
                     "api_key_env": "AGENT_KEY",
                     "system_prompt_file": "prompts/qa.md",
                     "temperature": 0,
+                    "backoff_seconds": 0.01,
                 }
             },
             "judge": "none",
@@ -61,11 +62,16 @@ def test_openai_agent_http_error_is_an_agent_error(
 ) -> None:
     monkeypatch.setenv("AGENT_KEY", KEY)
     configure(project, openai_server)
-    openai_server.enqueue(Reply(status=503, body=f"overloaded; your key {KEY} is fine"))
+    # 503 is retried (2 retries by default for HTTP providers); three in a row fail the case.
+    openai_server.enqueue(*[Reply(status=503, body=f"overloaded; your key {KEY} is fine")] * 3)
     proc = project.run_cli("canary", "run", "--display", "none")
     assert proc.returncode == 1, proc.stderr
     [result] = project.last_result()["results"]
     assert (result["verdict"], result["reason"]) == ("FAIL", "agent_error")
+    assert (result["error_kind"], result["attempts"]) == ("http_error", 3)
+    assert len(result["call_failures"]) == 3
+    assert project.last_result()["summary"]["call_failures"] == {"http_error": 3}
+    assert len(openai_server.requests) == 3
     assert result["composite_score"] == 0
     assert "HTTP 503" in result["error"]
     assert KEY not in project.results()[0].read_text(encoding="utf-8")
@@ -83,3 +89,45 @@ def test_openai_agent_without_its_key_is_an_agent_error(
     assert result["reason"] == "agent_error"
     assert "AGENT_KEY" in result["error"]
     assert openai_server.requests == []
+
+
+def test_500_then_success_passes_and_records_the_failed_attempt(
+    project: Project, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_KEY", KEY)
+    configure(project, openai_server)
+    openai_server.enqueue(Reply(status=500, body="boom"), Reply(text="SQL injection found"))
+    proc = project.run_cli("canary", "run", "--display", "none")
+    assert proc.returncode == 0, proc.stderr
+    [result] = project.last_result()["results"]
+    assert (result["verdict"], result["attempts"]) == ("PASS", 2)
+    assert result["call_failures"][0].startswith("http_error: HTTP 500")
+
+
+def test_429_waits_for_retry_after_then_succeeds(
+    project: Project, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_KEY", KEY)
+    configure(project, openai_server)
+    openai_server.enqueue(
+        Reply(status=429, body="slow down", headers={"Retry-After": "0.3"}),
+        Reply(text="SQL injection found"),
+    )
+    proc = project.run_cli("canary", "run", "--display", "none")
+    assert proc.returncode == 0, proc.stderr
+    first, second = openai_server.requests
+    assert second.received_at - first.received_at >= 0.3  # the server's Retry-After was honoured
+    [result] = project.last_result()["results"]
+    assert result["call_failures"][0].startswith("rate_limited: HTTP 429")
+
+
+def test_a_400_is_the_callers_fault_and_is_not_retried(
+    project: Project, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_KEY", KEY)
+    configure(project, openai_server)
+    openai_server.enqueue(Reply(status=400, body='{"error": "bad request"}'))
+    project.run_cli("canary", "run", "--display", "none")
+    [result] = project.last_result()["results"]
+    assert (result["error_kind"], result.get("attempts")) == ("http_error", None)
+    assert len(openai_server.requests) == 1

@@ -69,7 +69,8 @@ def test_pinned_run_writes_the_seed_shape_and_the_report(project: Project) -> No
     assert data["run_id"] == "canary-run-2026-04-13"
     assert data["timestamp"] == "2026-04-13T07:30:00Z"
     assert data["summary"] == {
-        "total": 2, "passed": 1, "failed": 1, "composite_score": 0.5, "errored": 0, "invalid": 0
+        "total": 2, "passed": 1, "failed": 1, "composite_score": 0.5, "errored": 0, "invalid": 0,
+        "call_failures": {"crash": 1},
     }  # fmt: skip  # mean of 1.0 and 0.0
     req, qa_result = data["results"]
     assert req["composite_score"] == 1.0 and req["duration_seconds"] == 0.25

@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,6 +15,7 @@ import pytest
 from coalmine.errors import ConfigError
 from coalmine.runner.canary import CanaryOutcome, run_canaries
 from coalmine.runner.plan import plan_canaries
+from coalmine.store.runs import Store
 from tests.helpers.openai_server import FakeOpenAI, Reply
 from tests.helpers.project import Project
 
@@ -39,6 +41,7 @@ def judge_config(server: FakeOpenAI) -> dict[str, Any]:
         "model": "judge-model",
         "base_url": server.base_url,
         "api_key_env": "JUDGE_KEY",
+        "backoff_seconds": 0.01,
     }
 
 
@@ -174,13 +177,14 @@ def test_judge_error_result_file_keeps_composite_score_null(
 
 def test_http_500_twice_is_a_judge_error(project: Project, openai_server: FakeOpenAI) -> None:
     setup(project, judge_config(openai_server))
-    openai_server.enqueue(Reply(status=500, body="upstream down"), Reply(status=500, body="again"))
+    openai_server.enqueue(*[Reply(status=500, body="upstream down")] * 3)
     outcome = run(project)
     [case] = outcome.run.results
     assert (case.verdict, case.reason) == ("ERROR", "judge_error")
     assert case.error is not None and "HTTP 500" in case.error
     assert case.output == ANSWER  # the agent's answer is kept: the agent did not fail
-    assert len(openai_server.requests) == 2
+    # the provider's 2 retries, and no grader-level retry on top of them
+    assert len(openai_server.requests) == 3
 
 
 def test_response_cannot_break_out_of_its_fence(
@@ -344,3 +348,23 @@ def test_judge_reason_quoting_the_key_is_redacted(
     assert result["verdict"] == "FAIL"
     assert KEY not in json.dumps(project.last_result(), ensure_ascii=False)
     assert KEY not in proc.stdout + proc.stderr
+
+
+def test_the_store_keeps_every_judge_reply_even_when_the_judge_fails(
+    project: Project, openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    setup(project, judge_config(openai_server))
+    openai_server.enqueue(verdict(2, 1), verdict(1, 0.75))
+    store = Store.open(tmp_path / "store.db")
+    try:
+        plan = plan_canaries(project.root)
+        anyio.run(partial(run_canaries, plan, store=store))
+        rows = store.conn.execute(
+            "SELECT attempt, model, prompt_hash, reply_artifact FROM judge_verdicts ORDER BY attempt"
+        ).fetchall()
+        assert [r["attempt"] for r in rows] == [1, 2]
+        assert all(r["prompt_hash"].startswith("sha256:") for r in rows)
+        replies = [store.artifacts.get(r["reply_artifact"]) for r in rows]
+        assert replies == [verdict(2, 1), verdict(1, 0.75)]  # the raw replies, as received
+    finally:
+        store.close()

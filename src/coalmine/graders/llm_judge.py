@@ -3,7 +3,8 @@
 The judge gets the task prompt, the response and the criteria, and must answer JSON
 ``{"criteria": {"<name>": {"score": 0|0.5|1, "reason": "…"}}}``. The first JSON object of the
 reply is parsed; a score outside {0, 0.5, 1} or a missing criterion is rejected, the judge is
-asked once more, and a second failure is a ``GradeError`` (the canary becomes ERROR, not FAIL).
+asked once more, and a second failure is a ``GradeError``; a judge call that fails (after the
+provider's own retries) is a ``GradeError`` at once (the canary becomes ERROR, not FAIL).
 
 The task and the response are fenced by tags carrying a hash of the fenced content, so a
 response cannot close its own fence: to write the closing tag it would have to contain the hash
@@ -20,7 +21,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from coalmine._util.hashing import hash_text
-from coalmine.errors import CoalmineError, GradeError
+from coalmine.errors import CoalmineError, GradeError, ProviderError
 from coalmine.graders.base import GradeContext, grader
 from coalmine.results import Grade
 
@@ -171,7 +172,11 @@ async def llm_judge(config: JudgeConfig, output: str, ctx: GradeContext) -> Grad
         except CoalmineError as exc:
             failures.append(f"attempt {attempt}: {exc}")
             calls.append(JudgeAttempt(attempt, None, None, str(exc)))
-            continue
+            if isinstance(exc, ProviderError) and exc.kind == "bad_output":
+                continue  # a reply came but could not be read: that is worth one more ask
+            # Otherwise the provider already retried what a retry may fix; asking again
+            # would only multiply its attempts.
+            break
         try:
             scores, reasons = parse_verdict(reply.text, list(criteria))
         except ValueError as exc:
@@ -190,6 +195,9 @@ async def llm_judge(config: JudgeConfig, output: str, ctx: GradeContext) -> Grad
             attempts=attempt,
             calls=calls,
         )
-    raise GradeError(
+    error = GradeError(
         "the judge gave no usable verdict: " + " | ".join(failures), grader="llm-judge"
     )
+    error.judge_calls = list(calls)  # kept in the run store, failed replies included
+    error.prompt_sha256 = hash_text(prompt)
+    raise error

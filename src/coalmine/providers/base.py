@@ -81,6 +81,8 @@ class ProviderType:
     name: str
     settings: type[BaseModel]
     factory: ProviderFactory
+    retries: int = 0
+    """Default extra attempts on a retryable failure (an agent's ``retries:`` overrides it)."""
 
 
 def _check(name: str, item: ProviderType) -> None:
@@ -92,9 +94,11 @@ def _check(name: str, item: ProviderType) -> None:
 registry: Registry[ProviderType] = Registry(
     "provider",
     builtins=(
+        "coalmine.providers.anthropic",
         "coalmine.providers.command",
-        "coalmine.providers.python",
+        "coalmine.providers.http",
         "coalmine.providers.openai",
+        "coalmine.providers.python",
     ),
     check=_check,
 )
@@ -102,11 +106,11 @@ registry: Registry[ProviderType] = Registry(
 F = TypeVar("F", bound=Callable[..., Provider])
 
 
-def provider(name: str, *, settings: type[BaseModel]) -> Callable[[F], F]:
+def provider(name: str, *, settings: type[BaseModel], retries: int = 0) -> Callable[[F], F]:
     """Register a provider class (or factory) under ``name`` with its settings model."""
 
     def decorate(factory: F) -> F:
-        registry.register(name, ProviderType(name, settings, factory))
+        registry.register(name, ProviderType(name, settings, factory, retries))
         return factory
 
     return decorate
@@ -115,6 +119,13 @@ def provider(name: str, *, settings: type[BaseModel]) -> Callable[[F], F]:
 def provider_settings() -> dict[str, type[BaseModel]]:
     """Return provider name → settings model, for validating ``coalmine.yaml``."""
     return {name: item.settings for name, item in registry}
+
+
+def default_retries(agent: AgentConfig) -> int:
+    """The agent's retries: its own ``retries:``, or its provider's default."""
+    if agent.policy.retries is not None:
+        return agent.policy.retries
+    return registry.get(agent.provider).retries
 
 
 def build_provider(agent: AgentConfig) -> Provider:

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine._util.hashing import hash_text
 from coalmine.errors import ConfigError, ProviderError
-from coalmine.providers.base import AgentRequest, provider, redact
+from coalmine.providers._http import Site, check_response, json_body, send
+from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -49,7 +50,7 @@ class OpenAISettings(BaseModel):
         return self
 
 
-@provider("openai", settings=OpenAISettings)
+@provider("openai", settings=OpenAISettings, retries=2)
 class OpenAIProvider:
     """Calls ``POST {base_url}/chat/completions``."""
 
@@ -87,9 +88,12 @@ class OpenAIProvider:
             return None
         key = os.environ.get(name)
         if not key:
-            raise self._error(
+            raise ProviderError(
                 f"the environment variable {name} (api_key_env) is not set; "
-                f"export {name}=<your API key> and run again"
+                f"export {name}=<your API key> and run again",
+                agent=self.agent,
+                provider="openai",
+                kind="config",
             )
         return key
 
@@ -99,25 +103,26 @@ class OpenAIProvider:
         secrets = [key] if key else []
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(request.timeout or 600.0))
+            self._client = httpx.AsyncClient()
+        site = Site(self.agent, "openai", tuple(secrets))
+        response = await send(
+            self._client,
+            "POST",
+            self.url,
+            site,
+            timeout=request.timeout or 600.0,
+            json=self._body(request.prompt),
+            headers=headers,
+        )
+        check_response(response, site)
+        payload = json_body(response, site)
         try:
-            response = await self._client.post(
-                self.url, json=self._body(request.prompt), headers=headers
-            )
-        except httpx.HTTPError as exc:
-            message = f"request to {self.url} failed: {type(exc).__name__}: {exc}"
-            raise self._error(redact(message, secrets)) from None
-        if response.status_code >= 400:
-            excerpt = response.text[:500].strip()
-            message = f"HTTP {response.status_code} from {self.url}: {excerpt}"
-            raise self._error(redact(message, secrets))
-        try:
-            payload = response.json()
             text = _message_text(payload["choices"][0]["message"])
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            excerpt = redact(response.text[:300], secrets)
-            raise self._error(
-                f"unexpected response from {self.url} ({type(exc).__name__}: {exc}): {excerpt}"
+        except (KeyError, IndexError, TypeError) as exc:
+            raise site.error(
+                f"unexpected response from {self.url} ({type(exc).__name__}: {exc}): "
+                f"{response.text[:300]}",
+                kind="bad_output",
             ) from None
         usage = payload.get("usage") if isinstance(payload, dict) else None
         return AgentOutput(
@@ -145,9 +150,6 @@ class OpenAIProvider:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
-
-    def _error(self, message: str) -> ProviderError:
-        return ProviderError(message, agent=self.agent, provider="openai")
 
 
 def _message_text(message: dict[str, Any]) -> str:

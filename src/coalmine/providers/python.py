@@ -24,7 +24,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, Field
 
-from coalmine.errors import ProviderError
+from coalmine.errors import FailureKind, ProviderError
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput
 
@@ -65,7 +65,7 @@ class PythonProvider:
             tail = "".join(traceback.format_exception(exc)[-6:]).strip()
             raise self._error(f"raised {type(exc).__name__}: {exc}", stderr_tail=tail) from None
         if not isinstance(result, str):
-            raise self._error(f"returned {type(result).__name__}, expected str")
+            raise self._error(f"returned {type(result).__name__}, expected str", kind="bad_output")
         return AgentOutput(text=result)
 
     def cache_identity(self) -> dict[str, Any]:
@@ -106,8 +106,12 @@ class PythonProvider:
         self._function = function
         return function
 
-    def _error(self, message: str, *, stderr_tail: str | None = None) -> ProviderError:
-        return ProviderError(message, agent=self.agent, provider="python", stderr_tail=stderr_tail)
+    def _error(
+        self, message: str, *, stderr_tail: str | None = None, kind: FailureKind = "crash"
+    ) -> ProviderError:
+        return ProviderError(
+            message, agent=self.agent, provider="python", stderr_tail=stderr_tail, kind=kind
+        )
 
 
 async def _run_in_daemon_thread(function: Callable[[], Any], agent: str) -> Any:

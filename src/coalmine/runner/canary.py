@@ -22,10 +22,10 @@ import anyio
 from coalmine._util.clock import Clock, SystemClock, format_utc
 from coalmine._util.git import read_git_state
 from coalmine._util.hashing import hash_bytes
-from coalmine.config import Config
+from coalmine.config import AgentConfig, Config
 from coalmine.errors import UsageError
 from coalmine.judge.policy import judge_policy
-from coalmine.providers.base import build_provider
+from coalmine.providers.base import build_provider, default_retries
 from coalmine.reports.json import write_result_file
 from coalmine.results import CanaryRun, CaseResult, InvalidSpecRecord, JudgeInfo, RunTotals
 from coalmine.runner.case import Caller, judge_fn, run_case
@@ -114,11 +114,11 @@ async def run_canaries(
     try:
         for _, canary in todo:
             if canary.agent.name not in callers:
-                callers[canary.agent.name] = Caller(
-                    build_provider(canary.agent), canary.agent, response_cache, tuple(secrets)
-                )
+                callers[canary.agent.name] = _caller(canary.agent, response_cache, secrets)
         if judge_agent is not None:
-            judge = Caller(build_provider(judge_agent), judge_agent, response_cache, tuple(secrets))
+            # A judge that is one of the agents shares that agent's caller, and so its limits.
+            judge = callers.get(judge_agent.name) if judge_agent.name in config.agents else None
+            judge = judge or _caller(judge_agent, response_cache, secrets)
             policy = judge_policy(
                 calibrated_may_block=store.judge_may_block(judge.identity_key())
                 if store is not None
@@ -159,7 +159,7 @@ async def run_canaries(
         interrupted = await run_bounded(todo, work, jobs=jobs or config.defaults.jobs, stop=stop)
     finally:
         with anyio.CancelScope(shield=True):
-            for caller in [*callers.values(), *([judge] if judge is not None else [])]:
+            for caller in {id(c): c for c in [*callers.values(), judge] if c}.values():
                 await caller.provider.aclose()
     ordered = _in_order(plan, results, record.done)
     invalid = [_invalid_record(i, config.root) for i in plan.invalid]
@@ -249,6 +249,16 @@ class _RunRecord:
         return cls(run_id, started, {})
 
 
+def _caller(agent: AgentConfig, cache: ResponseCache | None, secrets: list[str]) -> Caller:
+    return Caller.for_agent(
+        build_provider(agent),
+        agent,
+        cache=cache,
+        secrets=tuple(secrets),
+        retries=default_retries(agent),
+    )
+
+
 def _in_order(
     plan: CanaryPlan, results: dict[int, CaseResult], done: dict[str, CaseResult]
 ) -> list[CaseResult]:
@@ -295,10 +305,20 @@ def _judge_info(config: Config, no_judge: bool) -> JudgeInfo:
 
 
 def _secrets(config: Config) -> list[str]:
-    """The values of every API-key variable the config names: never written anywhere."""
+    """Values of every variable that holds a secret (``api_key_env``, env-sourced headers …).
+
+    They are never written anywhere: results, the store, the cache and reports are scrubbed.
+    """
     agents = [*config.agents.values(), *([config.judge] if config.judge else [])]
-    names = {getattr(a.settings, "api_key_env", None) for a in agents}
-    return [os.environ[n] for n in names if n and os.environ.get(n)]
+    names: set[str] = set()
+    for agent in agents:
+        name = getattr(agent.settings, "api_key_env", None)
+        if name:
+            names.add(name)
+        more = getattr(agent.settings, "secret_env_names", None)
+        if more is not None:
+            names.update(more())
+    return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
 
 
 def _version() -> str | None:

@@ -8,8 +8,8 @@ raw judge replies, tokens) comes back as ``CaseExtras``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -17,13 +17,14 @@ import anyio
 from coalmine._util.clock import Clock
 from coalmine._util.hashing import canonical_json, hash_text
 from coalmine.config import AgentConfig
-from coalmine.errors import AgentTimeout, GradeError, ProviderError
+from coalmine.errors import AgentTimeout, FailureKind, GradeError, ProviderError
 from coalmine.graders.base import GradeContext, JudgeFn, JudgeReply
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeAttempt, JudgeGrade
 from coalmine.providers.base import AgentRequest, CallContext, Provider, redact
 from coalmine.results import OUTPUT_LIMIT, AgentOutput, CaseResult, FailureReason, Grade, Verdict
 from coalmine.runner.gates import decide
+from coalmine.runner.limits import RateGate, backoff_delay
 from coalmine.runner.plan import PlannedCanary
 from coalmine.specs.models import CanarySpec
 from coalmine.store.cache import CacheKey, ResponseCache
@@ -31,39 +32,112 @@ from coalmine.store.runs import CaseExtras, JudgeCall
 
 
 @dataclass(frozen=True)
+class CallOutcome:
+    """An answer, how it was obtained, and what failed on the way."""
+
+    output: AgentOutput
+    cache: str | None = None
+    """``hit``, ``miss: why``, or ``None`` with the cache off."""
+    attempts: int = 1
+    failures: tuple[str, ...] = ()
+    """``kind: message`` of each failed attempt before the one that answered."""
+
+
+@dataclass
 class Caller:
-    """Calls one provider with its timeout, through the response cache when one is given."""
+    """Calls one agent: cache, rate gate, concurrency limit, timeout and retries.
+
+    One caller serves every case of its agent (and the judge, when the judge is that agent),
+    so the limits hold across the whole run.
+    """
 
     provider: Provider
     agent: AgentConfig
     cache: ResponseCache | None = None
     secrets: tuple[str, ...] = ()
     """Never written to the cache: an answer that quotes one is cached scrubbed."""
+    retries: int = 0
+    gate: RateGate = field(default_factory=lambda: RateGate(None))
+    limiter: anyio.CapacityLimiter | None = None
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
 
-    async def call(self, request: AgentRequest, timeout: float) -> tuple[AgentOutput, str | None]:
-        """Return the output and the cache status (``hit``, ``miss: why``, or ``None``)."""
+    @classmethod
+    def for_agent(
+        cls,
+        provider: Provider,
+        agent: AgentConfig,
+        *,
+        cache: ResponseCache | None,
+        secrets: tuple[str, ...],
+        retries: int,
+    ) -> Caller:
+        """A caller with the agent's own limits (``max_concurrency``, ``requests_per_minute``)."""
+        policy = agent.policy
+        limiter = anyio.CapacityLimiter(policy.max_concurrency) if policy.max_concurrency else None
+        return cls(
+            provider, agent, cache, secrets, retries, RateGate(policy.requests_per_minute), limiter
+        )
+
+    async def call(self, request: AgentRequest, timeout: float) -> CallOutcome:
+        """Answer from the cache, or call the agent, retrying what a retry may fix."""
         key = self._key(request)
         miss = "the provider is not cacheable"
         if key is not None and self.cache is not None:
             found = self.cache.get(key)
             if found.output is not None:
-                return found.output, "hit"
+                return CallOutcome(found.output, "hit")
             miss = found.reason
+        failures: list[str] = []
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                output = await self._attempt(request, timeout, attempt)
+                break
+            except ProviderError as exc:
+                exc.attempt = attempt
+                exc.failures = tuple(failures)
+                if not exc.retryable or attempt > self.retries:
+                    raise
+                failures.append(f"{exc.kind}: {exc.reason}")
+                policy = self.agent.policy
+                delay = backoff_delay(
+                    attempt,
+                    base=policy.backoff_seconds,
+                    cap=policy.max_backoff_seconds,
+                    retry_after=exc.retry_after,
+                )
+                if exc.kind == "rate_limited":
+                    self.gate.pause(delay)  # every caller of this agent eases off
+                await self.sleep(delay)
+        status = None
+        if self.cache is not None:
+            if key is not None:
+                text = redact(output.text, list(self.secrets))
+                scrubbed = (
+                    output if text == output.text else output.model_copy(update={"text": text})
+                )
+                self.cache.put(key, scrubbed)
+            status = f"miss: {miss}"
+        return CallOutcome(output, status, attempt, tuple(failures))
+
+    async def _attempt(self, request: AgentRequest, timeout: float, attempt: int) -> AgentOutput:
+        request = replace(request, context=replace(request.context, attempt=attempt))
+        if self.limiter is None:
+            await self.gate.wait()
+            return await self._timed(request, timeout)
+        async with self.limiter:
+            await self.gate.wait()
+            return await self._timed(request, timeout)
+
+    async def _timed(self, request: AgentRequest, timeout: float) -> AgentOutput:
         try:
             with anyio.fail_after(timeout):
-                output = await self.provider.call(request)
+                return await self.provider.call(request)
         except TimeoutError:
             raise AgentTimeout(
                 agent=self.agent.name, provider=self.agent.provider, timeout=timeout
             ) from None
-        if self.cache is None:
-            return output, None
-        if key is not None:
-            text = redact(output.text, list(self.secrets))
-            self.cache.put(
-                key, output if text == output.text else output.model_copy(update={"text": text})
-            )
-        return output, f"miss: {miss}"
 
     def identity(self) -> dict[str, Any]:
         """What shapes this provider's answers (its cache identity, or its names)."""
@@ -89,7 +163,7 @@ def judge_fn(judge: Caller, canary: PlannedCanary, timeout: float) -> JudgeFn:
     context = CallContext(canary.loaded.id, judge.agent.name, canary.loaded.spec.phase)
 
     async def ask(prompt: str) -> JudgeReply:
-        output, _ = await judge.call(AgentRequest(prompt, context, timeout), timeout)
+        output = (await judge.call(AgentRequest(prompt, context, timeout), timeout)).output
         model = output.model or getattr(judge.agent.settings, "model", None)
         return JudgeReply(output.text, model or f"{judge.agent.provider}:{judge.agent.name}")
 
@@ -132,12 +206,20 @@ async def run_case(
     calls: list[JudgeCall] = []
     blocking: dict[str, bool] = {}
     advisory = not spec.blocking
+    attempts = 1
+    call_failures: list[str] = []
+    error_kind: FailureKind | None = None
     try:
-        output, cache_status = await caller.call(request, canary.timeout)
+        called = await caller.call(request, canary.timeout)
+        output, cache_status = called.output, called.cache
+        attempts, call_failures = called.attempts, list(called.failures)
     except ProviderError as exc:
-        reason, error = "agent_error", str(exc)
+        reason, error, error_kind = "agent_error", str(exc), exc.kind
+        attempts, call_failures = exc.attempt, [*exc.failures, f"{exc.kind}: {exc.reason}"]
         if exc.stderr_tail:
             error += "\nstderr (tail):\n" + exc.stderr_tail[-1000:]
+        if exc.attempt > 1:
+            error += f"\n(after {exc.attempt} attempts)"
         failures = ["the agent failed; no grader ran"]
     if output is not None:
         ctx = GradeContext(case_id=spec.id, prompt=spec.prompt, judge=judge)
@@ -174,6 +256,9 @@ async def run_case(
         output_truncated=(len(text) > OUTPUT_LIMIT) or None if text is not None else None,
         warnings=output.warnings if output is not None else [],
         cache=cache_status,
+        error_kind=error_kind,
+        attempts=attempts if attempts > 1 else None,
+        call_failures=call_failures,
         spec_path=str(canary.loaded.path),
     )
     extras = CaseExtras(

@@ -1,0 +1,217 @@
+"""The ``anthropic`` provider: the Anthropic Messages API over httpx (no SDK needed).
+
+The API key is read at call time from the environment variable ``api_key_env`` names
+(``ANTHROPIC_API_KEY`` by default), sent as ``x-api-key`` and never stored; every error is
+scrubbed of it. The spec's prompt is the one user message, byte for byte; the agent's own system
+prompt (``system_prompt`` or ``system_prompt_file``) goes in ``system``. The answer is the text
+blocks joined in order. An answer made only of ``tool_use`` blocks comes back as their JSON list
+(``[{"id", "name", "input"}]``), as ``openai`` returns ``tool_calls``, so graders still see
+which tools the model asked for; beside text, tool_use blocks are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from coalmine._util.hashing import hash_text
+from coalmine.errors import ConfigError, ProviderError
+from coalmine.providers._http import (
+    BODY_EXCERPT,
+    Site,
+    check_response,
+    json_body,
+    send,
+)
+from coalmine.providers.base import AgentRequest, provider
+from coalmine.results import AgentOutput
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_TIMEOUT = 600.0
+CUT_WARNING = "the answer was cut at max_tokens"
+
+
+class AnthropicSettings(BaseModel):
+    """Settings of an ``anthropic`` agent (or judge)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    """Model name sent with each request, e.g. ``claude-sonnet-4-5``."""
+    base_url: str = DEFAULT_BASE_URL
+    """Endpoint root; requests go to ``{base_url}/v1/messages``."""
+    api_key_env: str = Field("ANTHROPIC_API_KEY", min_length=1)
+    """Name of the environment variable holding the API key (the key itself is never stored)."""
+    api_version: str = "2023-06-01"
+    """Sent as the ``anthropic-version`` header."""
+    system_prompt: str | None = None
+    """The agent's system prompt, sent as ``system``."""
+    system_prompt_file: str | None = None
+    """Path of a file whose text is the system prompt (relative to the config file)."""
+    max_tokens: int = Field(4096, gt=0)
+    """The longest answer, in tokens (the API requires it); a cut answer gets a warning."""
+    temperature: float | None = Field(None, ge=0, le=1)
+    top_p: float | None = Field(None, gt=0, le=1)
+    stop_sequences: tuple[str, ...] | None = None
+    """Strings that end the answer when the model writes one."""
+
+    @model_validator(mode="after")
+    def _one_system_prompt(self) -> AnthropicSettings:
+        if self.system_prompt is not None and self.system_prompt_file is not None:
+            raise ValueError("give system_prompt or system_prompt_file, not both")
+        return self
+
+
+@provider("anthropic", settings=AnthropicSettings, retries=2)
+class AnthropicProvider:
+    """Calls ``POST {base_url}/v1/messages``."""
+
+    def __init__(self, *, agent: str, settings: BaseModel, base_dir: Path):
+        assert isinstance(settings, AnthropicSettings)
+        self.agent = agent
+        self.settings = settings
+        self.url = settings.base_url.rstrip("/") + "/v1/messages"
+        self.system_prompt = settings.system_prompt
+        if settings.system_prompt_file is not None:
+            path = base_dir / settings.system_prompt_file
+            try:
+                self.system_prompt = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(
+                    f"agent {agent!r}: cannot read system_prompt_file {str(path)!r}: {exc.strerror}"
+                ) from None
+        self._client: httpx.AsyncClient | None = None
+
+    def _body(self, prompt: str) -> dict[str, Any]:
+        s = self.settings
+        body: dict[str, Any] = {
+            "model": s.model,
+            "max_tokens": s.max_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        optional = {
+            "system": self.system_prompt,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "stop_sequences": list(s.stop_sequences) if s.stop_sequences is not None else None,
+        }
+        return body | {k: v for k, v in optional.items() if v is not None}
+
+    def _api_key(self) -> str:
+        name = self.settings.api_key_env
+        key = os.environ.get(name)
+        if not key:
+            raise Site(self.agent, "anthropic").error(
+                f"the environment variable {name} (api_key_env) is not set; "
+                f"export {name}=<your Anthropic API key> and run again",
+                kind="config",
+            )
+        return key
+
+    async def call(self, request: AgentRequest) -> AgentOutput:
+        """Send one message and return the answer's text, model, usage and warnings."""
+        key = self._api_key()
+        site = Site(self.agent, "anthropic", (key,))
+        headers = {"x-api-key": key, "anthropic-version": self.settings.api_version}
+        if self._client is None:
+            self._client = httpx.AsyncClient()
+        response = await send(
+            self._client,
+            "POST",
+            self.url,
+            site,
+            timeout=request.timeout or DEFAULT_TIMEOUT,
+            json=self._body(request.prompt),
+            headers=headers,
+        )
+        _check(response, site)
+        payload = json_body(response, site)
+        try:
+            text = _text(payload["content"])
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise site.error(
+                f"unexpected response from {self.url} ({type(exc).__name__}: {exc}): "
+                f"{response.text[:300]}",
+                kind="bad_output",
+            ) from None
+        cut = payload.get("stop_reason") == "max_tokens"
+        return AgentOutput(
+            text=text,
+            model=payload.get("model") or self.settings.model,
+            usage=_usage(payload.get("usage")),
+            warnings=[CUT_WARNING] if cut else [],
+        )
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What shapes this agent's answer besides the prompt (never the API key)."""
+        # Every setting but where the key lives, so a new sampling setting cannot be missed.
+        shaping = self.settings.model_dump(
+            mode="json", exclude={"api_key_env", "system_prompt", "system_prompt_file"}
+        )
+        system = hash_text(self.system_prompt) if self.system_prompt is not None else None
+        return {"provider": "anthropic", **shaping, "system_prompt": system}
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _check(response: httpx.Response, site: Site) -> None:
+    """``check_response``, with an Anthropic error body said as ``type: message``."""
+    try:
+        check_response(response, site)
+    except ProviderError as exc:
+        try:
+            error = response.json()["error"]
+            detail = f"{error['type']}: {error['message']}"[:BODY_EXCERPT]
+        except (ValueError, LookupError, TypeError):
+            raise exc from None
+        request_id = response.headers.get("request-id")
+        where = f" (request-id {request_id})" if request_id else ""
+        raise site.error(
+            f"HTTP {response.status_code} from {response.request.url}{where}: {detail}",
+            kind=exc.kind,
+            retryable=exc.retryable,
+            retry_after=exc.retry_after,
+        ) from None
+
+
+def _text(content: Any) -> str:
+    """The text blocks joined; for an answer of tool_use blocks only, their JSON list."""
+    if not isinstance(content, list):
+        raise TypeError(f"content is {type(content).__name__}, not a list of blocks")
+    texts: list[str] = []
+    tools: list[dict[str, Any]] = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            if not isinstance(block["text"], str):
+                raise TypeError(f"a text block holds {type(block['text']).__name__}")
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            tools.append({"id": block["id"], "name": block["name"], "input": block["input"]})
+    if not texts and tools:
+        return json.dumps(tools, ensure_ascii=False)
+    return "".join(texts)
+
+
+def _usage(usage: Any) -> dict[str, int] | None:
+    """Anthropic's counts, plus OpenAI's names: prompt tokens include cache reads and writes."""
+    if not isinstance(usage, dict):
+        return None
+    counts = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    if "input_tokens" in counts:
+        inputs = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        counts["prompt_tokens"] = sum(counts.get(k, 0) for k in inputs)
+    if "output_tokens" in counts:
+        counts["completion_tokens"] = counts["output_tokens"]
+    if "prompt_tokens" in counts and "completion_tokens" in counts:
+        counts["total_tokens"] = counts["prompt_tokens"] + counts["completion_tokens"]
+    return counts

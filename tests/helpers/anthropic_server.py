@@ -1,0 +1,203 @@
+"""A small Anthropic Messages API server on 127.0.0.1, for real HTTP tests.
+
+It speaks real HTTP over a real socket (no transport mocking). Tests queue replies (text,
+``tool_use`` blocks, usage, a status with an Anthropic error body, a raw body, a delay, a slow
+trickle, extra headers such as ``Retry-After``), then read back every request the server got,
+headers and JSON body included. Like the real API it rejects a wrong path, a missing
+``anthropic-version`` and a body without ``model``, ``max_tokens`` or ``messages`` before any
+scripted reply is used. ``in_flight`` and ``max_in_flight`` count requests being answered, so a
+test can assert a concurrency limit from the server's side.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MESSAGES_PATH = "/v1/messages"
+
+
+def text_block(text: str) -> dict[str, Any]:
+    """A ``text`` content block."""
+    return {"type": "text", "text": text}
+
+
+def tool_use_block(name: str, input: dict[str, Any], id: str = "toolu_01") -> dict[str, Any]:  # noqa: A002 - the API's names
+    """A ``tool_use`` content block."""
+    return {"type": "tool_use", "id": id, "name": name, "input": input}
+
+
+def error_body(error_type: str, message: str) -> str:
+    """The body of an Anthropic API error."""
+    return json.dumps({"type": "error", "error": {"type": error_type, "message": message}})
+
+
+@dataclass
+class Reply:
+    """One scripted answer: a message with ``text`` or ``blocks``, or a raw status and body."""
+
+    text: str | None = None
+    blocks: list[dict[str, Any]] | None = None
+    """Content blocks sent as they are (``text`` is ignored when given)."""
+    status: int = 200
+    body: str | bytes | None = None
+    """A raw body sent instead of a message (an error body, or something malformed)."""
+    delay: float = 0.0
+    """Seconds to wait before answering."""
+    trickle: float = 0.0
+    """Send the body one byte at a time with this pause (a server that never quite stalls)."""
+    headers: dict[str, str] = field(default_factory=dict)
+    model: str = "claude-fake-1"
+    stop_reason: str | None = None
+    """Default: ``tool_use`` when the blocks hold one, else ``end_turn``."""
+    usage: dict[str, Any] = field(default_factory=lambda: {"input_tokens": 11, "output_tokens": 7})
+
+    @classmethod
+    def error(cls, status: int, error_type: str, message: str, **kwargs: Any) -> Reply:
+        """A reply with an Anthropic error body."""
+        return cls(status=status, body=error_body(error_type, message), **kwargs)
+
+    def payload(self) -> bytes:
+        if self.body is not None:
+            return self.body if isinstance(self.body, bytes) else self.body.encode()
+        blocks = self.blocks if self.blocks is not None else []
+        if self.blocks is None and self.text is not None:
+            blocks = [text_block(self.text)]
+        stop_reason = self.stop_reason or (
+            "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
+        )
+        message = {
+            "id": "msg_01fake",
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": blocks,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": self.usage,
+        }
+        return json.dumps(message).encode()
+
+
+@dataclass
+class Received:
+    """A request the server got."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Header names in lower case."""
+    body: Any
+
+
+class FakeAnthropic:
+    """The server; use it as a context manager (the ``anthropic_server`` fixture does)."""
+
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[Received] = []
+        self.default: Callable[[Received], Reply] = lambda r: Reply(text="default reply")
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._ids = itertools.count(1)
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer()
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                received = Received("POST", self.path, headers, body)
+                with server._lock:
+                    server.requests.append(received)
+                    request_id = f"req_fake_{next(server._ids)}"
+                    reply = _rejection(received)
+                    if reply is None and server.replies:
+                        reply = server.replies.popleft()
+                if reply is None:
+                    reply = server.default(received)
+                if reply.delay and server._closing.wait(reply.delay):
+                    return
+                data = reply.payload()
+                headers = {"content-type": "application/json", "request-id": request_id}
+                headers.update({k.lower(): v for k, v in reply.headers.items()})
+                try:
+                    self.send_response(reply.status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    if not reply.trickle:
+                        self.wfile.write(data)
+                    for i in range(len(data) if reply.trickle else 0):
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        if server._closing.wait(reply.trickle):
+                            return
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The provider's ``base_url`` (requests go to ``{base_url}/v1/messages``)."""
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def enqueue(self, *replies: Reply | str) -> None:
+        """Queue replies, answered in order; a string is a message with that text."""
+        for reply in replies:
+            self.replies.append(Reply(text=reply) if isinstance(reply, str) else reply)
+
+    def __enter__(self) -> FakeAnthropic:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._closing.set()  # wakes delayed and trickling replies, so shutdown does not wait
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def _rejection(received: Received) -> Reply | None:
+    """The real API's answer to a request it would refuse, or ``None``."""
+    if received.path != MESSAGES_PATH:
+        return Reply.error(404, "not_found_error", "Not Found")
+    if "anthropic-version" not in received.headers:
+        return Reply.error(400, "invalid_request_error", "anthropic-version: header is required")
+    body = received.body
+    if not isinstance(body, dict):
+        return Reply.error(400, "invalid_request_error", "There was an issue with the JSON body")
+    for name in ("model", "max_tokens", "messages"):
+        if name not in body:
+            return Reply.error(400, "invalid_request_error", f"{name}: Field required")
+    return None
