@@ -156,7 +156,7 @@ def test_missing_system_prompt_file_is_a_config_error(tmp_path: Path) -> None:
 
 def test_settings_reject_two_system_prompts_and_unknown_keys() -> None:
     settings = registry.get("anthropic").settings
-    with pytest.raises(ValidationError, match="not both"):
+    with pytest.raises(ValidationError, match="only one of"):
         settings.model_validate({"model": "m", "system_prompt": "a", "system_prompt_file": "b"})
     with pytest.raises(ValidationError, match="max_token"):
         settings.model_validate({"model": "m", "max_token": 5})

@@ -109,7 +109,7 @@ def test_missing_system_prompt_file_is_a_config_error(tmp_path: Path) -> None:
 def test_both_system_prompts_are_rejected() -> None:
     with pytest.raises(ValidationError) as info:
         OpenAISettings(model="m", system_prompt="a", system_prompt_file="b.txt")
-    assert "not both" in str(info.value)
+    assert "only one of" in str(info.value)
 
 
 def test_bearer_key_from_the_named_variable(
@@ -222,3 +222,35 @@ def test_request_timeout_is_passed_to_http(tmp_path: Path, openai_server: FakeOp
     error = fail(make(tmp_path, openai_server), timeout=0.2)
     assert error.kind == "timeout"
     assert "within 0.2s" in str(error)
+
+
+def test_agent_file_gives_the_system_prompt_and_the_model(
+    tmp_path: Path, openai_server: FakeOpenAI
+) -> None:
+    definition = tmp_path / ".claude" / "agents" / "analyst.md"
+    definition.parent.mkdir(parents=True)
+    definition.write_text(
+        "---\nname: analyst\nmodel: file-model\ntools: Read, Grep\n---\nYou write requirements.\n"
+    )
+    settings = OpenAISettings(
+        base_url=openai_server.base_url, agent_file=".claude/agents/analyst.md"
+    )
+    provider = OpenAIProvider(agent="Analyst", settings=settings, base_dir=tmp_path)
+    openai_server.enqueue("ok")
+    anyio.run(provider.call, AgentRequest("Write them.", CallContext("c", "Analyst")))
+    body = openai_server.requests[0].body
+    assert body["model"] == "file-model"
+    assert body["messages"][0] == {"role": "system", "content": "You write requirements.\n"}
+    explicit = OpenAISettings(
+        model="mine", base_url=openai_server.base_url, agent_file=".claude/agents/analyst.md"
+    )
+    assert OpenAIProvider(agent="A", settings=explicit, base_dir=tmp_path).model == "mine"
+
+
+def test_a_model_is_required_somewhere(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="model is required"):
+        OpenAISettings()
+    (tmp_path / "a.md").write_text("---\nname: a\n---\nbody\n")
+    settings = OpenAISettings(agent_file="a.md")
+    with pytest.raises(ConfigError, match="no model"):
+        OpenAIProvider(agent="A", settings=settings, base_dir=tmp_path)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, Field, model_validator
 
 from coalmine.errors import ConfigError
 
@@ -141,3 +142,71 @@ def _tools(value: Any, where: _KeyLines) -> list[str]:
     if isinstance(value, list) and all(isinstance(tool, str) for tool in value):
         return [tool.strip() for tool in value if tool.strip()]
     raise where.error("tools", "'tools' must be a comma-separated string or a list of tool names")
+
+
+class PersonaSettings(BaseModel):
+    """Who a model agent is: its model and its system prompt.
+
+    The system prompt is inline, from a file, or from an agent-definition file
+    (``agent_file: .claude/agents/analyst.md``). Shared by ``openai`` and ``anthropic``.
+    """
+
+    model: str | None = Field(None, min_length=1)
+    """Model name sent with each request (optional when ``agent_file`` names one)."""
+    system_prompt: str | None = None
+    """The agent's system prompt."""
+    system_prompt_file: str | None = None
+    """Path of a file whose text is the system prompt (relative to the config file)."""
+    agent_file: str | None = None
+    """A markdown agent definition with YAML front matter: its body is the system prompt and
+    its ``model`` is used unless ``model`` is set here."""
+
+    @model_validator(mode="after")
+    def _one_system_prompt(self) -> PersonaSettings:
+        given = [
+            k for k in ("system_prompt", "system_prompt_file", "agent_file") if getattr(self, k)
+        ]
+        if len(given) > 1:
+            raise ValueError(
+                "give only one of system_prompt, system_prompt_file and agent_file "
+                f"({' and '.join(given)} are set)"
+            )
+        if self.model is None and self.agent_file is None:
+            raise ValueError("model is required (or an agent_file that names one)")
+        return self
+
+
+@dataclass(frozen=True)
+class Persona:
+    """The resolved model and system prompt of an agent."""
+
+    model: str
+    system_prompt: str | None
+
+
+def resolve_persona(agent: str, settings: PersonaSettings, base_dir: Path) -> Persona:
+    """Read the system prompt file or agent file (relative to ``base_dir``).
+
+    Raises:
+        ConfigError: a file cannot be read, or no model is named anywhere.
+    """
+    if settings.agent_file is not None:
+        definition = load_agent_file(base_dir / settings.agent_file)
+        model = settings.model or definition.model
+        if model is None:
+            raise ConfigError(
+                f"agent {agent!r}: no model: set 'model:' or name one in {definition.path}",
+                path=definition.path,
+            )
+        return Persona(model, definition.system_prompt)
+    assert settings.model is not None  # the validator guarantees it without agent_file
+    system = settings.system_prompt
+    if settings.system_prompt_file is not None:
+        path = base_dir / settings.system_prompt_file
+        try:
+            system = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"agent {agent!r}: cannot read system_prompt_file {str(path)!r}: {exc.strerror}"
+            ) from None
+    return Persona(settings.model, system)

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from coalmine._util.hashing import hash_text
-from coalmine.errors import ConfigError, ProviderError
+from coalmine.errors import ProviderError
 from coalmine.providers._http import (
     BODY_EXCERPT,
     Site,
@@ -28,6 +28,7 @@ from coalmine.providers._http import (
     json_body,
     send,
 )
+from coalmine.providers.agent_file import PersonaSettings, resolve_persona
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput
 
@@ -36,35 +37,23 @@ DEFAULT_TIMEOUT = 600.0
 CUT_WARNING = "the answer was cut at max_tokens"
 
 
-class AnthropicSettings(BaseModel):
+class AnthropicSettings(PersonaSettings):
     """Settings of an ``anthropic`` agent (or judge)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str = Field(min_length=1)
-    """Model name sent with each request, e.g. ``claude-sonnet-4-5``."""
     base_url: str = DEFAULT_BASE_URL
     """Endpoint root; requests go to ``{base_url}/v1/messages``."""
     api_key_env: str = Field("ANTHROPIC_API_KEY", min_length=1)
     """Name of the environment variable holding the API key (the key itself is never stored)."""
     api_version: str = "2023-06-01"
     """Sent as the ``anthropic-version`` header."""
-    system_prompt: str | None = None
-    """The agent's system prompt, sent as ``system``."""
-    system_prompt_file: str | None = None
-    """Path of a file whose text is the system prompt (relative to the config file)."""
     max_tokens: int = Field(4096, gt=0)
     """The longest answer, in tokens (the API requires it); a cut answer gets a warning."""
     temperature: float | None = Field(None, ge=0, le=1)
     top_p: float | None = Field(None, gt=0, le=1)
     stop_sequences: tuple[str, ...] | None = None
     """Strings that end the answer when the model writes one."""
-
-    @model_validator(mode="after")
-    def _one_system_prompt(self) -> AnthropicSettings:
-        if self.system_prompt is not None and self.system_prompt_file is not None:
-            raise ValueError("give system_prompt or system_prompt_file, not both")
-        return self
 
 
 @provider("anthropic", settings=AnthropicSettings, retries=2)
@@ -76,21 +65,14 @@ class AnthropicProvider:
         self.agent = agent
         self.settings = settings
         self.url = settings.base_url.rstrip("/") + "/v1/messages"
-        self.system_prompt = settings.system_prompt
-        if settings.system_prompt_file is not None:
-            path = base_dir / settings.system_prompt_file
-            try:
-                self.system_prompt = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(
-                    f"agent {agent!r}: cannot read system_prompt_file {str(path)!r}: {exc.strerror}"
-                ) from None
+        persona = resolve_persona(agent, settings, base_dir)
+        self.model, self.system_prompt = persona.model, persona.system_prompt
         self._client: httpx.AsyncClient | None = None
 
     def _body(self, prompt: str) -> dict[str, Any]:
         s = self.settings
         body: dict[str, Any] = {
-            "model": s.model,
+            "model": self.model,
             "max_tokens": s.max_tokens,
             "messages": [{"role": "user", "content": prompt}],
         }
@@ -142,7 +124,7 @@ class AnthropicProvider:
         cut = payload.get("stop_reason") == "max_tokens"
         return AgentOutput(
             text=text,
-            model=payload.get("model") or self.settings.model,
+            model=payload.get("model") or self.model,
             usage=_usage(payload.get("usage")),
             warnings=[CUT_WARNING] if cut else [],
         )
@@ -151,10 +133,11 @@ class AnthropicProvider:
         """What shapes this agent's answer besides the prompt (never the API key)."""
         # Every setting but where the key lives, so a new sampling setting cannot be missed.
         shaping = self.settings.model_dump(
-            mode="json", exclude={"api_key_env", "system_prompt", "system_prompt_file"}
+            mode="json",
+            exclude={"api_key_env", "system_prompt", "system_prompt_file", "agent_file", "model"},
         )
         system = hash_text(self.system_prompt) if self.system_prompt is not None else None
-        return {"provider": "anthropic", **shaping, "system_prompt": system}
+        return {"provider": "anthropic", **shaping, "model": self.model, "system_prompt": system}
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

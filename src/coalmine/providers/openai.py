@@ -14,40 +14,30 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from coalmine._util.hashing import hash_text
-from coalmine.errors import ConfigError, ProviderError
+from coalmine.errors import ProviderError
 from coalmine.providers._http import Site, check_response, json_body, send
+from coalmine.providers.agent_file import PersonaSettings, resolve_persona
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAISettings(BaseModel):
+class OpenAISettings(PersonaSettings):
     """Settings of an ``openai`` agent (or judge)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str = Field(min_length=1)
-    """Model name sent with each request."""
     base_url: str = DEFAULT_BASE_URL
     """Endpoint root, e.g. ``http://127.0.0.1:8000/v1`` for vLLM or llama.cpp."""
     api_key_env: str | None = None
     """Name of the environment variable holding the API key (the key itself is never stored)."""
-    system_prompt: str | None = None
-    system_prompt_file: str | None = None
-    """Path of a file whose text is the system prompt (relative to the config file)."""
     temperature: float | None = Field(None, ge=0)
     max_tokens: int | None = Field(None, gt=0)
     seed: int | None = None
-
-    @model_validator(mode="after")
-    def _one_system_prompt(self) -> OpenAISettings:
-        if self.system_prompt is not None and self.system_prompt_file is not None:
-            raise ValueError("give system_prompt or system_prompt_file, not both")
-        return self
 
 
 @provider("openai", settings=OpenAISettings, retries=2)
@@ -59,15 +49,8 @@ class OpenAIProvider:
         self.agent = agent
         self.settings = settings
         self.url = settings.base_url.rstrip("/") + "/chat/completions"
-        self.system_prompt = settings.system_prompt
-        if settings.system_prompt_file is not None:
-            path = base_dir / settings.system_prompt_file
-            try:
-                self.system_prompt = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(
-                    f"agent {agent!r}: cannot read system_prompt_file {str(path)!r}: {exc.strerror}"
-                ) from None
+        persona = resolve_persona(agent, settings, base_dir)
+        self.model, self.system_prompt = persona.model, persona.system_prompt
         self._client: httpx.AsyncClient | None = None
 
     def _body(self, prompt: str) -> dict[str, Any]:
@@ -75,7 +58,7 @@ class OpenAIProvider:
         if self.system_prompt is not None:
             messages.append({"role": "system", "content": self.system_prompt})
         messages.append({"role": "user", "content": prompt})
-        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
         for key in ("temperature", "max_tokens", "seed"):
             value = getattr(self.settings, key)
             if value is not None:
@@ -127,7 +110,7 @@ class OpenAIProvider:
         usage = payload.get("usage") if isinstance(payload, dict) else None
         return AgentOutput(
             text=text,
-            model=payload.get("model") or self.settings.model,
+            model=payload.get("model") or self.model,
             usage=_usage(usage),
         )
 
@@ -137,7 +120,7 @@ class OpenAIProvider:
         system = hash_text(self.system_prompt) if self.system_prompt is not None else None
         return {
             "provider": "openai",
-            "model": s.model,
+            "model": self.model,
             "base_url": s.base_url,
             "system_prompt": system,
             "temperature": s.temperature,
