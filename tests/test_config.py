@@ -170,7 +170,7 @@ def test_agent_with_unknown_provider(tmp_path: Path) -> None:
     assert error.line == 3
     assert error.reason == (
         "agent 'QA': unknown provider 'comand' (did you mean 'command'?); "
-        "valid providers: anthropic, command, http, openai, python"
+        "valid providers: anthropic, command, http, openai, python, replay"
     )
 
 
@@ -180,7 +180,7 @@ def test_agent_without_provider(tmp_path: Path) -> None:
     assert error.line == 2
     assert (
         error.reason
-        == "agent 'QA' needs 'provider:' (one of: anthropic, command, http, openai, python)"
+        == "agent 'QA' needs 'provider:' (one of: anthropic, command, http, openai, python, replay)"
     )
 
 

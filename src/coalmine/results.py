@@ -28,6 +28,16 @@ Verdict = Literal["PASS", "FAIL", "ERROR"]
 FailureReason = Literal["agent_error", "judge_error", "grader_error", "no_graders"]
 
 
+class ToolCall(BaseModel):
+    """One tool call an agent made (from its trajectory or its API answer)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    arguments: dict[str, Any] = {}
+    id: str | None = _extra()
+
+
 class AgentOutput(BaseModel):
     """What an agent returned for one prompt."""
 
@@ -41,6 +51,8 @@ class AgentOutput(BaseModel):
     exit_code: int | None = _extra()
     stderr_tail: str | None = _extra()
     usage: dict[str, int] | None = _extra("Token counts when the provider reports them.")
+    tool_calls: list[ToolCall] = Field(default=[], exclude_if=lambda v: not v)
+    """The tool calls the agent made, in order (its trajectory)."""
 
 
 class Grade(BaseModel):

@@ -4,7 +4,8 @@ It speaks real HTTP over a real socket (no transport mocking). Tests queue repli
 ``tool_use`` blocks, usage, a status with an Anthropic error body, a raw body, a delay, a slow
 trickle, extra headers such as ``Retry-After``), then read back every request the server got,
 headers and JSON body included. Like the real API it rejects a wrong path, a missing
-``anthropic-version`` and a body without ``model``, ``max_tokens`` or ``messages`` before any
+``anthropic-version``, a body without ``model``, ``max_tokens`` or ``messages``, a
+``tool_choice`` without ``tools`` and a tool without ``name`` or ``input_schema`` before any
 scripted reply is used. ``in_flight`` and ``max_in_flight`` count requests being answered, so a
 test can assert a concurrency limit from the server's side.
 """
@@ -200,4 +201,13 @@ def _rejection(received: Received) -> Reply | None:
     for name in ("model", "max_tokens", "messages"):
         if name not in body:
             return Reply.error(400, "invalid_request_error", f"{name}: Field required")
+    if "tool_choice" in body and not body.get("tools"):
+        message = "tool_choice may only be specified while providing tools."
+        return Reply.error(400, "invalid_request_error", message)
+    for index, tool in enumerate(body.get("tools") or []):
+        for name in ("name", "input_schema"):
+            if not isinstance(tool, dict) or name not in tool:
+                return Reply.error(
+                    400, "invalid_request_error", f"tools.{index}.{name}: Field required"
+                )
     return None

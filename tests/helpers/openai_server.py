@@ -1,7 +1,8 @@
 """A small OpenAI-compatible chat-completions server on 127.0.0.1, for real HTTP tests.
 
 It speaks real HTTP over a real socket (no transport mocking): tests queue replies, then read
-back every request the server received, headers and JSON body included.
+back every request the server received, headers and JSON body included. A reply may carry
+``tool_calls`` (see ``tool_call``) and may leave out ``usage``, as Ollama does.
 """
 
 from __future__ import annotations
@@ -16,38 +17,59 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+def tool_call(
+    name: str,
+    arguments: str | dict[str, Any],
+    id: str | None = "call_1",  # noqa: A002 - the API's name
+) -> dict[str, Any]:
+    """One item of ``message.tool_calls``.
+
+    ``arguments`` is a JSON string (OpenAI, vLLM) or an object (llama.cpp); ``id=None`` leaves
+    the id out (Ollama).
+    """
+    item: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    return item if id is None else {"id": id, **item}
+
+
 @dataclass
 class Reply:
     """One scripted answer: a chat completion with ``text``, or a raw status and body."""
 
     text: str | None = None
+    """The message content; ``None`` is sent as ``"content": null``."""
+    tool_calls: list[dict[str, Any]] | None = None
+    """``message.tool_calls`` (left out when ``None``)."""
     status: int = 200
     body: str | bytes | None = None
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     model: str = "fake-model"
-    usage: dict[str, int] = field(
+    usage: dict[str, int] | None = field(
         default_factory=lambda: {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
     )
+    """Token counts; ``None`` leaves ``usage`` out of the answer (Ollama)."""
 
     def payload(self) -> bytes:
         if self.body is not None:
             return self.body if isinstance(self.body, bytes) else self.body.encode()
-        return json.dumps(
-            {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "model": self.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": self.text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": self.usage,
-            }
-        ).encode()
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls is not None:
+            message["tool_calls"] = self.tool_calls
+        completion: dict[str, Any] = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if self.tool_calls else "stop",
+                }
+            ],
+        }
+        if self.usage is not None:
+            completion["usage"] = self.usage
+        return json.dumps(completion).encode()
 
 
 @dataclass

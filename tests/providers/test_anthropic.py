@@ -20,7 +20,7 @@ from coalmine.providers.base import (
     CallContext,
     registry,
 )
-from coalmine.results import AgentOutput
+from coalmine.results import AgentOutput, ToolCall
 from coalmine.runner.canary import run_canaries
 from coalmine.runner.plan import plan_canaries
 from tests.helpers.anthropic_server import FakeAnthropic, Reply, text_block, tool_use_block
@@ -133,6 +133,42 @@ def test_system_and_sampling_are_sent_when_set(
     }
 
 
+TOOLS = [
+    {
+        "name": "read_file",
+        "description": "Read a file of the repository.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+    }
+]
+
+
+def test_tools_and_tool_choice_are_sent_as_written(
+    tmp_path: Path, anthropic_server: FakeAnthropic
+) -> None:
+    choice = {"type": "tool", "name": "read_file"}
+    anthropic_server.enqueue("ok")
+    assert call(make(tmp_path, anthropic_server, tools=TOOLS, tool_choice=choice)).text == "ok"
+    body = anthropic_server.requests[0].body
+    assert (body["tools"], body["tool_choice"]) == (TOOLS, choice)
+    assert body["messages"] == [{"role": "user", "content": PROMPT}]
+
+
+def test_tool_choice_without_tools_is_rejected() -> None:
+    settings = registry.get("anthropic").settings
+    with pytest.raises(ValidationError, match="tool_choice needs tools"):
+        settings.model_validate({"model": "m", "tool_choice": {"type": "any"}})
+
+
+def test_a_tool_the_api_refuses_is_a_400(tmp_path: Path, anthropic_server: FakeAnthropic) -> None:
+    error = fail(make(tmp_path, anthropic_server, tools=[{"name": "read_file"}]))
+    assert (error.kind, error.retryable) == ("http_error", False)
+    assert "tools.0.input_schema: Field required" in str(error)
+
+
 def test_trailing_slash_in_base_url(tmp_path: Path, anthropic_server: FakeAnthropic) -> None:
     call(make(tmp_path, anthropic_server.base_url + "/"))
     assert anthropic_server.requests[0].path == "/v1/messages"
@@ -206,27 +242,48 @@ def test_text_blocks_are_joined_in_order(tmp_path: Path, anthropic_server: FakeA
     anthropic_server.enqueue(Reply(blocks=blocks))
     output = call(make(tmp_path, anthropic_server))
     assert output.text == "Hello, wörld"
+    assert output.tool_calls == [ToolCall(name="lookup", arguments={"q": "x"}, id="toolu_01")]
     assert output.warnings == []
 
 
-def test_a_tool_use_only_answer_is_the_json_of_its_blocks(
+def test_tool_use_blocks_mixed_with_text_become_tool_calls_in_order(
     tmp_path: Path, anthropic_server: FakeAnthropic
 ) -> None:
     blocks = [
+        text_block("I will read the file, "),
         tool_use_block("read_file", {"path": "login.py"}, id="toolu_A"),
-        tool_use_block("grep", {"pattern": "café"}, id="toolu_B"),
+        text_block("then search it."),
+        tool_use_block("grep", {"pattern": "café", "context": 2}, id="toolu_B"),
+        tool_use_block("list_files", {}, id="toolu_C"),
     ]
     anthropic_server.enqueue(Reply(blocks=blocks))
-    output = call(make(tmp_path, anthropic_server))
-    assert json.loads(output.text) == [
-        {"id": "toolu_A", "name": "read_file", "input": {"path": "login.py"}},
-        {"id": "toolu_B", "name": "grep", "input": {"pattern": "café"}},
+    output = call(make(tmp_path, anthropic_server, tools=TOOLS))
+    assert output.text == "I will read the file, then search it."
+    assert output.tool_calls == [
+        ToolCall(name="read_file", arguments={"path": "login.py"}, id="toolu_A"),
+        ToolCall(name="grep", arguments={"pattern": "café", "context": 2}, id="toolu_B"),
+        ToolCall(name="list_files", arguments={}, id="toolu_C"),
     ]
+    assert output.warnings == []
+
+
+def test_a_tool_use_only_answer_has_empty_text(
+    tmp_path: Path, anthropic_server: FakeAnthropic
+) -> None:
+    blocks = [tool_use_block("read_file", {"path": "login.py"}, id="toolu_A")]
+    anthropic_server.enqueue(Reply(blocks=blocks))
+    output = call(make(tmp_path, anthropic_server))
+    assert output.text == ""
+    assert output.tool_calls == [
+        ToolCall(name="read_file", arguments={"path": "login.py"}, id="toolu_A")
+    ]
+    assert AgentOutput.model_validate_json(output.model_dump_json()) == output
 
 
 def test_an_empty_answer_is_empty_text(tmp_path: Path, anthropic_server: FakeAnthropic) -> None:
     anthropic_server.enqueue(Reply(blocks=[]))
-    assert call(make(tmp_path, anthropic_server)).text == ""
+    output = call(make(tmp_path, anthropic_server))
+    assert (output.text, output.tool_calls) == ("", [])
 
 
 def test_usage_is_mapped_and_the_model_reported(
@@ -330,6 +387,8 @@ def test_400_with_an_error_body_is_not_retryable(
         '{"content": ["text"]}',
         '{"content": [{"type": "text", "text": 5}]}',
         '{"content": [{"type": "tool_use", "name": "x"}]}',
+        '{"content": [{"type": "tool_use", "id": "t", "name": "x", "input": "q=1"}]}',
+        '{"content": [{"type": "tool_use", "id": "t", "name": 5, "input": {}}]}',
     ],
 )
 def test_malformed_body_is_bad_output(
@@ -425,8 +484,13 @@ def test_cache_identity_has_no_key_and_follows_what_shapes_answers(tmp_path: Pat
         {"model": "claude-other"},
         {"system_prompt": "Be brief."},
         {"temperature": 0.5},
+        {"tools": TOOLS},
+        {"tools": TOOLS, "tool_choice": {"type": "any"}},
     ):
         assert make(tmp_path, url, **changed).cache_identity() != base, changed
+    with_tools = make(tmp_path, url, tools=TOOLS, tool_choice={"type": "any"}).cache_identity()
+    assert with_tools["tools"] == TOOLS and with_tools["tool_choice"] == {"type": "any"}
+    assert with_tools != make(tmp_path, url, tools=TOOLS).cache_identity()
 
 
 def test_registered_with_http_retries() -> None:

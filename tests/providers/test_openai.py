@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from coalmine.errors import ConfigError, ProviderError
 from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.providers.openai import OpenAIProvider, OpenAISettings
-from coalmine.results import AgentOutput
-from tests.helpers.openai_server import FakeOpenAI, Reply
+from coalmine.results import AgentOutput, ToolCall
+from tests.helpers.openai_server import FakeOpenAI, Reply, tool_call
 
 KEY = "sk-test-SECRET-123456"
 PROMPT = "---\ntitle: x\n---\r\nRévise «ceci» 🚀\t日本語  \r\n\n  trailing   "
@@ -254,3 +254,205 @@ def test_a_model_is_required_somewhere(tmp_path: Path) -> None:
     settings = OpenAISettings(agent_file="a.md")
     with pytest.raises(ConfigError, match="no model"):
         OpenAIProvider(agent="A", settings=settings, base_dir=tmp_path)
+
+
+# Tools, tool calls and response formats
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file of the repository.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+    }
+]
+SCHEMA_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "finding",
+        "strict": True,
+        "schema": {"type": "object", "properties": {"severity": {"type": "string"}}},
+    },
+}
+
+
+def test_tools_tool_choice_and_response_format_are_sent_as_written(
+    tmp_path: Path, openai_server: FakeOpenAI
+) -> None:
+    choice = {"type": "function", "function": {"name": "read_file"}}
+    call(
+        make(
+            tmp_path, openai_server, tools=TOOLS, tool_choice=choice, response_format=SCHEMA_FORMAT
+        )
+    )
+    body = openai_server.requests[0].body
+    assert body["tools"] == TOOLS
+    assert body["tool_choice"] == choice
+    assert body["response_format"] == SCHEMA_FORMAT
+    assert body["messages"] == [{"role": "user", "content": PROMPT}]
+
+
+def test_tool_choice_as_a_word(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    call(make(tmp_path, openai_server, tools=TOOLS, tool_choice="required"))
+    assert openai_server.requests[0].body["tool_choice"] == "required"
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"tool_choice": "auto"}, "tool_choice needs tools"),
+        ({"tools": TOOLS, "tool_choice": "sometimes"}, "tool_choice"),
+        ({"response_format": {"json_schema": {}}}, "response_format needs a type"),
+        ({"tools": {"type": "function"}}, "tools"),
+    ],
+)
+def test_invalid_tool_settings_are_rejected(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        OpenAISettings.model_validate({"model": "m", **settings})
+
+
+# What OpenAI, vLLM, llama.cpp and Ollama send back for the same two calls.
+READ = ToolCall(name="read_file", arguments={"path": "login.py"}, id="call_A")
+GREP = ToolCall(name="grep", arguments={"pattern": "café", "flags": ["-n"]}, id="call_B")
+
+
+@pytest.mark.parametrize(
+    ("content", "calls", "expected"),
+    [
+        pytest.param(
+            None,
+            [
+                tool_call("read_file", '{"path": "login.py"}', id="call_A"),
+                tool_call("grep", '{"pattern": "café", "flags": ["-n"]}', id="call_B"),
+            ],
+            [READ, GREP],
+            id="openai-string-arguments-content-null",
+        ),
+        pytest.param(
+            "",
+            [
+                tool_call("read_file", {"path": "login.py"}, id="call_A"),
+                tool_call("grep", {"pattern": "café", "flags": ["-n"]}, id="call_B"),
+            ],
+            [READ, GREP],
+            id="llama-cpp-object-arguments-content-empty",
+        ),
+        pytest.param(
+            None,
+            [tool_call("read_file", {"path": "login.py"}, id=None)],
+            [ToolCall(name="read_file", arguments={"path": "login.py"})],
+            id="ollama-no-id",
+        ),
+        pytest.param(
+            "",
+            [tool_call("list_files", ""), tool_call("status", "{}", id="call_2")],
+            [
+                ToolCall(name="list_files", arguments={}, id="call_1"),
+                ToolCall(name="status", arguments={}, id="call_2"),
+            ],
+            id="no-arguments",
+        ),
+    ],
+)
+def test_tool_calls_are_parsed_whatever_the_server(
+    tmp_path: Path,
+    openai_server: FakeOpenAI,
+    content: str | None,
+    calls: list[dict[str, Any]],
+    expected: list[ToolCall],
+) -> None:
+    openai_server.enqueue(Reply(text=content, tool_calls=calls))
+    output = call(make(tmp_path, openai_server, tools=TOOLS))
+    assert output.text == ""
+    assert output.tool_calls == expected
+    assert output.warnings == []
+    assert output.usage == {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+
+
+def test_text_beside_tool_calls_stays_the_text(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    calls = [tool_call("read_file", '{"path": "a.py"}')]
+    openai_server.enqueue(Reply(text="Let me look at a.py.", tool_calls=calls))
+    output = call(make(tmp_path, openai_server))
+    assert output.text == "Let me look at a.py."
+    assert output.tool_calls == [
+        ToolCall(name="read_file", arguments={"path": "a.py"}, id="call_1")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "warning"),
+    [
+        ('{"path": "login.py"', "arguments are not valid JSON; kept as _raw"),
+        ("path=login.py", "arguments are not valid JSON; kept as _raw"),
+        ('["login.py"]', "arguments are JSON but not an object; kept as _raw"),
+    ],
+)
+def test_arguments_that_are_not_a_json_object_are_kept_raw_with_a_warning(
+    tmp_path: Path, openai_server: FakeOpenAI, arguments: str, warning: str
+) -> None:
+    calls = [tool_call("grep", '{"pattern": "x"}', id="c0"), tool_call("read_file", arguments)]
+    openai_server.enqueue(Reply(text=None, tool_calls=calls))
+    output = call(make(tmp_path, openai_server))
+    assert output.tool_calls == [
+        ToolCall(name="grep", arguments={"pattern": "x"}, id="c0"),
+        ToolCall(name="read_file", arguments={"_raw": arguments}, id="call_1"),
+    ]
+    assert output.warnings == [f"tool call 1 (read_file): {warning}"]
+
+
+def test_usage_left_out_is_none(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    calls = [tool_call("read_file", {"path": "a.py"}, id=None)]
+    openai_server.enqueue(Reply(text="", tool_calls=calls, usage=None))
+    output = call(make(tmp_path, openai_server))
+    assert output.usage is None
+    assert output.tool_calls == [ToolCall(name="read_file", arguments={"path": "a.py"})]
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "read_file",
+        ["read_file"],
+        [{"id": "c", "type": "function"}],
+        [{"function": {"arguments": "{}"}}],
+        [{"function": {"name": "", "arguments": "{}"}}],
+        [{"function": {"name": "read_file", "arguments": 5}}],
+    ],
+)
+def test_unreadable_tool_calls_are_bad_output(
+    tmp_path: Path, openai_server: FakeOpenAI, calls: Any
+) -> None:
+    payload = {"choices": [{"message": {"content": None, "tool_calls": calls}}]}
+    openai_server.enqueue(Reply(body=json.dumps(payload)))
+    error = fail(make(tmp_path, openai_server))
+    assert error.kind == "bad_output"
+    assert "unexpected response" in str(error)
+
+
+def test_tool_calls_survive_the_output_round_trip(
+    tmp_path: Path, openai_server: FakeOpenAI
+) -> None:
+    openai_server.enqueue(Reply(text=None, tool_calls=[tool_call("read_file", '{"path": "é"}')]))
+    output = call(make(tmp_path, openai_server))
+    assert AgentOutput.model_validate_json(output.model_dump_json()) == output
+
+
+def test_cache_identity_follows_tools_and_formats(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9/v1"
+    base = make(tmp_path, url).cache_identity()
+    assert make(tmp_path, url).cache_identity() == base
+    variants = [
+        {"tools": TOOLS},
+        {"tools": TOOLS, "tool_choice": "required"},
+        {"response_format": {"type": "json_object"}},
+        {"response_format": SCHEMA_FORMAT},
+    ]
+    identities = [make(tmp_path, url, **v).cache_identity() for v in variants]
+    assert len({json.dumps(i, sort_keys=True) for i in [base, *identities]}) == 5
+    assert identities[1]["tools"] == TOOLS and identities[1]["tool_choice"] == "required"

@@ -47,6 +47,18 @@ def canary() -> None:
 )
 @click.option("--cache", is_flag=True, default=None, help="Answer repeated calls from the cache.")
 @click.option("--cache-explain", is_flag=True, help="With --cache: say why each case missed.")
+@click.option(
+    "--record",
+    "record_to",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every answer agents and the judge give to this cassette (JSON lines).",
+)
+@click.option(
+    "--replay",
+    "replay_from",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Answer every call from this cassette: no agent runs, no network is used.",
+)
 @click.option("--baseline", help="Compare with this run afterwards: latest, a run id, or a file.")
 @click.option(
     "--report",
@@ -79,6 +91,8 @@ def run_command(
     resume: str | None,
     cache: bool | None,
     cache_explain: bool,
+    record_to: Path | None,
+    replay_from: Path | None,
     baseline: str | None,
     reports: tuple[str, ...],
     fmt: str,
@@ -90,6 +104,8 @@ def run_command(
     Every run is recorded in the run store; it writes
     bench/results/canary-run-YYYY-MM-DD.json (-2, -3 … on the same day).
     """
+    if record_to is not None and replay_from is not None:
+        raise UsageError("--record and --replay exclude each other: record once, then replay")
     report_targets = [parse_report(r) for r in reports]
     config = project_config(root)
     if config.path is None:
@@ -120,7 +136,8 @@ def run_command(
             outcome = anyio.run(
                 partial(
                     _run, plan, store=store, resume=resume_id, jobs=jobs, no_judge=no_judge,
-                    cache=use_cache, hooks=hook_list, command_line=sys.argv,
+                    cache=use_cache, hooks=hook_list, command_line=sys.argv, record=record_to,
+                    replay=replay_from,
                 )
             )  # fmt: skip
         run = outcome.run

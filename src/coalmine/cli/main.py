@@ -43,7 +43,11 @@ cli.add_command(report_command)
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return (and, as a script, exit with) the product's exit code."""
     try:
-        result = cli.main(args=argv, prog_name="coalmine", standalone_mode=False)
+        try:
+            result = cli.main(args=argv, prog_name="coalmine", standalone_mode=False)
+        except BaseExceptionGroup as group:
+            # anyio task groups wrap what a run raises; one CoalmineError is still just that
+            raise _single(group) from None
     except CoalmineError as exc:
         click.echo(f"error: {exc}", err=True)
         hint = getattr(exc, "hint", None)
@@ -59,6 +63,21 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     return result if isinstance(result, int) else 0
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception inside (nested) groups, or the group itself when there are several."""
+    leaves: list[BaseException] = []
+
+    def walk(g: BaseExceptionGroup[BaseException]) -> None:
+        for exc in g.exceptions:
+            if isinstance(exc, BaseExceptionGroup):
+                walk(exc)
+            else:
+                leaves.append(exc)
+
+    walk(group)
+    return leaves[0] if len(leaves) == 1 else group
 
 
 def run() -> None:

@@ -3,21 +3,19 @@
 The API key is read at call time from the environment variable ``api_key_env`` names
 (``ANTHROPIC_API_KEY`` by default), sent as ``x-api-key`` and never stored; every error is
 scrubbed of it. The spec's prompt is the one user message, byte for byte; the agent's own system
-prompt (``system_prompt`` or ``system_prompt_file``) goes in ``system``. The answer is the text
-blocks joined in order. An answer made only of ``tool_use`` blocks comes back as their JSON list
-(``[{"id", "name", "input"}]``), as ``openai`` returns ``tool_calls``, so graders still see
-which tools the model asked for; beside text, tool_use blocks are left out.
+prompt (``system_prompt`` or ``system_prompt_file``) goes in ``system``; ``tools`` and
+``tool_choice`` are sent as written. The answer's text is its text blocks joined in order (``""``
+when there are none); its ``tool_use`` blocks become ``AgentOutput.tool_calls``, in order.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine._util.hashing import hash_text
 from coalmine.errors import ProviderError
@@ -30,7 +28,7 @@ from coalmine.providers._http import (
 )
 from coalmine.providers.agent_file import PersonaSettings, resolve_persona
 from coalmine.providers.base import AgentRequest, provider
-from coalmine.results import AgentOutput
+from coalmine.results import AgentOutput, ToolCall
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_TIMEOUT = 600.0
@@ -54,6 +52,16 @@ class AnthropicSettings(PersonaSettings):
     top_p: float | None = Field(None, gt=0, le=1)
     stop_sequences: tuple[str, ...] | None = None
     """Strings that end the answer when the model writes one."""
+    tools: list[dict[str, Any]] | None = None
+    """Anthropic tool definitions (``{name, description, input_schema}``), sent as is."""
+    tool_choice: dict[str, Any] | None = None
+    """Sent as is: ``{type: auto}``, ``{type: any}``, ``{type: none}`` or ``{type: tool, name}``."""
+
+    @model_validator(mode="after")
+    def _tool_choice_needs_tools(self) -> AnthropicSettings:
+        if self.tool_choice is not None and not self.tools:
+            raise ValueError("tool_choice needs tools: add the tool definitions under tools")
+        return self
 
 
 @provider("anthropic", settings=AnthropicSettings, retries=2)
@@ -81,6 +89,8 @@ class AnthropicProvider:
             "temperature": s.temperature,
             "top_p": s.top_p,
             "stop_sequences": list(s.stop_sequences) if s.stop_sequences is not None else None,
+            "tools": s.tools,
+            "tool_choice": s.tool_choice,
         }
         return body | {k: v for k, v in optional.items() if v is not None}
 
@@ -114,7 +124,7 @@ class AnthropicProvider:
         _check(response, site)
         payload = json_body(response, site)
         try:
-            text = _text(payload["content"])
+            text, tool_calls = _read_content(payload["content"])
         except (KeyError, TypeError, AttributeError) as exc:
             raise site.error(
                 f"unexpected response from {self.url} ({type(exc).__name__}: {exc}): "
@@ -127,6 +137,7 @@ class AnthropicProvider:
             model=payload.get("model") or self.model,
             usage=_usage(payload.get("usage")),
             warnings=[CUT_WARNING] if cut else [],
+            tool_calls=tool_calls,
         )
 
     def cache_identity(self) -> dict[str, Any]:
@@ -166,12 +177,12 @@ def _check(response: httpx.Response, site: Site) -> None:
         ) from None
 
 
-def _text(content: Any) -> str:
-    """The text blocks joined; for an answer of tool_use blocks only, their JSON list."""
+def _read_content(content: Any) -> tuple[str, list[ToolCall]]:
+    """The text blocks joined, and the ``tool_use`` blocks as tool calls; other blocks skipped."""
     if not isinstance(content, list):
         raise TypeError(f"content is {type(content).__name__}, not a list of blocks")
     texts: list[str] = []
-    tools: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
     for block in content:
         kind = block.get("type")
         if kind == "text":
@@ -179,10 +190,14 @@ def _text(content: Any) -> str:
                 raise TypeError(f"a text block holds {type(block['text']).__name__}")
             texts.append(block["text"])
         elif kind == "tool_use":
-            tools.append({"id": block["id"], "name": block["name"], "input": block["input"]})
-    if not texts and tools:
-        return json.dumps(tools, ensure_ascii=False)
-    return "".join(texts)
+            name, arguments = block["name"], block["input"]
+            if not isinstance(name, str) or not isinstance(arguments, dict):
+                raise TypeError("a tool_use block needs a name (string) and an input (object)")
+            call_id = block.get("id")
+            calls.append(
+                ToolCall(name=name, arguments=arguments, id=str(call_id) if call_id else None)
+            )
+    return "".join(texts), calls
 
 
 def _usage(usage: Any) -> dict[str, int] | None:

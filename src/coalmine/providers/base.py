@@ -99,6 +99,7 @@ registry: Registry[ProviderType] = Registry(
         "coalmine.providers.http",
         "coalmine.providers.openai",
         "coalmine.providers.python",
+        "coalmine.providers.replay",
     ),
     check=_check,
 )

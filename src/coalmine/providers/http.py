@@ -7,8 +7,9 @@ that came from the prompt is never expanded again. The answer's text is read at
 (``$.a.b[0].c``, ``$['a b']``; no wildcards, filters or evaluation). Header values written as
 ``{env: NAME}`` are read from the environment at each call and, like plain values of headers
 whose names mark credentials, are secrets: scrubbed from errors, never in the cache identity.
-``tool_calls_path`` only fills an empty text with the JSON of the calls for now; trajectories
-come later.
+``tool_calls_path`` points at a list of tool calls, each ``{"name", "arguments"}`` or
+OpenAI-style ``{"function": {"name", "arguments": "<JSON>"}}``; when the service made calls the
+text may be empty or missing.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 from coalmine.errors import ProviderError
 from coalmine.providers._http import Site, check_response, json_body, send
 from coalmine.providers.base import AgentRequest, provider
-from coalmine.results import AgentOutput
+from coalmine.results import AgentOutput, ToolCall
 
 PLACEHOLDERS = ("prompt", "case_id", "agent")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -71,7 +72,7 @@ class HttpSettings(BaseModel):
     response_path: str = "output"
     """Where the text is: ``output.text``, ``choices.0.message.content`` or ``$['a b'][0]``."""
     tool_calls_path: str | None = None
-    """Where a list of tool calls is; for now it fills the text only when the text is empty."""
+    """Where a list of tool calls is: ``{name, arguments}`` or ``{function: {name, arguments}}``."""
 
     @field_validator("method", mode="before")
     @classmethod
@@ -193,33 +194,80 @@ class HttpProvider:
         return headers, secrets
 
     def _output(self, payload: Any, site: Site) -> AgentOutput:
-        calls = self._tool_calls(payload, site)
+        warnings: list[str] = []
+        calls = self._tool_calls(payload, site, warnings)
         spec = self.settings.response_path
         try:
             value = _lookup(payload, self._path)
         except _PathMissing as miss:
-            if calls:
-                return AgentOutput(text=json.dumps(calls, ensure_ascii=False))
+            if calls:  # a turn of tool calls only: services often send no text at all
+                return AgentOutput(text="", tool_calls=calls, warnings=warnings)
             at = _render(self._path[: miss.depth], spec) if miss.depth else "the top level"
             message = f"response_path {spec!r} not found in the response: at {at}, {miss.reason}"
             raise site.error(message, kind="bad_output") from None
+        if value is None and calls:
+            return AgentOutput(text="", tool_calls=calls, warnings=warnings)
         text, warning = _as_text(value, f"response_path {spec!r}")
-        if not text and calls:
-            return AgentOutput(text=json.dumps(calls, ensure_ascii=False))
-        return AgentOutput(text=text, warnings=[warning] if warning else [])
+        return AgentOutput(
+            text=text, tool_calls=calls, warnings=([warning] if warning else []) + warnings
+        )
 
-    def _tool_calls(self, payload: Any, site: Site) -> list[Any] | None:
+    def _tool_calls(self, payload: Any, site: Site, warnings: list[str]) -> list[ToolCall]:
         if self._tools_path is None:
-            return None
-        try:
-            calls = _lookup(payload, self._tools_path)
-        except _PathMissing:
-            return None  # services commonly leave the key out when no tool was called
-        if calls is None or isinstance(calls, list):
-            return calls
+            return []
         spec = self.settings.tool_calls_path
-        message = f"tool_calls_path {spec!r} holds {_kind(calls)}, not a list"
-        raise site.error(message, kind="bad_output")
+        try:
+            items = _lookup(payload, self._tools_path)
+        except _PathMissing:
+            return []  # services commonly leave the key out when no tool was called
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            message = f"tool_calls_path {spec!r} holds {_kind(items)}, not a list"
+            raise site.error(message, kind="bad_output")
+        calls = []
+        for index, item in enumerate(items):
+            try:
+                calls.append(_tool_call(item, f"tool call {index}", warnings))
+            except ValueError as exc:
+                message = (
+                    f"tool_calls_path {spec!r}, item {index}: {exc}; expected "
+                    '{"name": …, "arguments": {…}} or {"function": {"name": …, "arguments": …}}'
+                )
+                raise site.error(message, kind="bad_output") from None
+        return calls
+
+
+def _tool_call(item: Any, where: str, warnings: list[str]) -> ToolCall:
+    """One item of the list: flat ``{name, arguments}`` or OpenAI's ``{function: {…}}``."""
+    if not isinstance(item, dict):
+        raise ValueError(f"{_kind(item)}, not an object")
+    function = item.get("function")
+    fields = function if isinstance(function, dict) else item
+    name = fields.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("no name")
+    call_id = item.get("id")
+    arguments = _arguments(fields.get("arguments"), f"{where} ({name})", warnings)
+    return ToolCall(name=name, arguments=arguments, id=str(call_id) if call_id else None)
+
+
+def _arguments(value: Any, where: str, warnings: list[str]) -> dict[str, Any]:
+    """An object, or a JSON string holding one (kept as ``_raw``, with a warning, if not)."""
+    if isinstance(value, dict):
+        return value
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    if not isinstance(value, str):
+        raise ValueError(f"arguments are {_kind(value)}, not an object or a JSON string")
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        return decoded
+    warnings.append(f"{where}: arguments are not a JSON object; kept as _raw")
+    return {"_raw": value}
 
 
 class _PathMissing(Exception):

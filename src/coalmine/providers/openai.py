@@ -4,6 +4,12 @@ The API key is read from the environment variable the config names (``api_key_en
 time and is never stored, logged or put in an error: messages are scrubbed of it. The spec's
 prompt is the user message byte for byte; the only other message is the agent's own system
 prompt (``system_prompt`` or ``system_prompt_file``), as production would send it.
+
+``tools``, ``tool_choice`` and ``response_format`` are sent as written. The answer's
+``tool_calls`` become ``AgentOutput.tool_calls``; the text is only the message content. Servers
+differ: OpenAI and vLLM send ``arguments`` as a JSON string, llama.cpp (and some vLLM versions)
+as an object; Ollama may leave out the call ``id`` and ``usage``; the content beside tool calls
+is ``null`` or ``""``. All of these are read alike.
 """
 
 from __future__ import annotations
@@ -11,17 +17,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine._util.hashing import hash_text
 from coalmine.errors import ProviderError
 from coalmine.providers._http import Site, check_response, json_body, send
 from coalmine.providers.agent_file import PersonaSettings, resolve_persona
 from coalmine.providers.base import AgentRequest, provider
-from coalmine.results import AgentOutput
+from coalmine.results import AgentOutput, ToolCall
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -38,6 +44,25 @@ class OpenAISettings(PersonaSettings):
     temperature: float | None = Field(None, ge=0)
     max_tokens: int | None = Field(None, gt=0)
     seed: int | None = None
+    tools: list[dict[str, Any]] | None = None
+    """OpenAI tool definitions (``{type: function, function: {name, parameters}}``), sent as is."""
+    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
+    """``auto``, ``none``, ``required`` or ``{type: function, function: {name: …}}``."""
+    response_format: dict[str, Any] | None = None
+    """Sent as is, e.g. ``{type: json_schema, json_schema: {name, schema, strict}}``."""
+
+    @model_validator(mode="after")
+    def _tool_choice_needs_tools(self) -> OpenAISettings:
+        if self.tool_choice is not None and not self.tools:
+            raise ValueError("tool_choice needs tools: add the tool definitions under tools")
+        if self.response_format is not None and not isinstance(
+            self.response_format.get("type"), str
+        ):
+            raise ValueError(
+                "response_format needs a type: {type: json_object}, or {type: json_schema, "
+                "json_schema: {name: …, schema: {…}}}"
+            )
+        return self
 
 
 @provider("openai", settings=OpenAISettings, retries=2)
@@ -59,7 +84,7 @@ class OpenAIProvider:
             messages.append({"role": "system", "content": self.system_prompt})
         messages.append({"role": "user", "content": prompt})
         body: dict[str, Any] = {"model": self.model, "messages": messages}
-        for key in ("temperature", "max_tokens", "seed"):
+        for key in ("temperature", "max_tokens", "seed", "tools", "tool_choice", "response_format"):
             value = getattr(self.settings, key)
             if value is not None:
                 body[key] = value
@@ -99,9 +124,12 @@ class OpenAIProvider:
         )
         check_response(response, site)
         payload = json_body(response, site)
+        warnings: list[str] = []
         try:
-            text = _message_text(payload["choices"][0]["message"])
-        except (KeyError, IndexError, TypeError) as exc:
+            message = payload["choices"][0]["message"]
+            text = _message_text(message)
+            tool_calls = _tool_calls(message.get("tool_calls"), warnings)
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise site.error(
                 f"unexpected response from {self.url} ({type(exc).__name__}: {exc}): "
                 f"{response.text[:300]}",
@@ -112,6 +140,8 @@ class OpenAIProvider:
             text=text,
             model=payload.get("model") or self.model,
             usage=_usage(usage),
+            tool_calls=tool_calls,
+            warnings=warnings,
         )
 
     def cache_identity(self) -> dict[str, Any]:
@@ -126,6 +156,9 @@ class OpenAIProvider:
             "temperature": s.temperature,
             "max_tokens": s.max_tokens,
             "seed": s.seed,
+            "tools": s.tools,
+            "tool_choice": s.tool_choice,
+            "response_format": s.response_format,
         }
 
     async def aclose(self) -> None:
@@ -141,11 +174,50 @@ def _message_text(message: dict[str, Any]) -> str:
         return content
     if isinstance(content, list):  # content parts: keep the text ones, in order
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    if content is None and message.get("tool_calls"):
-        return json.dumps(message["tool_calls"])
-    if content is None:
+    if content is None:  # an answer of tool calls only (some servers send "" instead)
         return ""
     raise TypeError(f"message content is {type(content).__name__}")
+
+
+def _tool_calls(calls: Any, warnings: list[str]) -> list[ToolCall]:
+    """``message.tool_calls`` as ``ToolCall``s; a shape we cannot read raises ``TypeError``."""
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise TypeError(f"tool_calls is {type(calls).__name__}, not a list")
+    result = []
+    for index, call in enumerate(calls):
+        function = call["function"]
+        name = function["name"]
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"tool_calls[{index}] has no function name")
+        arguments = _arguments(function.get("arguments"), f"tool call {index} ({name})", warnings)
+        call_id = call.get("id")
+        result.append(ToolCall(name=name, arguments=arguments, id=_id(call_id)))
+    return result
+
+
+def _arguments(value: Any, where: str, warnings: list[str]) -> dict[str, Any]:
+    """Arguments given as a JSON string (OpenAI, vLLM) or as an object (llama.cpp)."""
+    if isinstance(value, dict):
+        return value
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}  # a tool without parameters: some servers send "" or nothing
+    if not isinstance(value, str):
+        raise TypeError(f"{where}: arguments are {type(value).__name__}")
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        warnings.append(f"{where}: arguments are not valid JSON; kept as _raw")
+        return {"_raw": value}
+    if not isinstance(decoded, dict):
+        warnings.append(f"{where}: arguments are JSON but not an object; kept as _raw")
+        return {"_raw": value}
+    return decoded
+
+
+def _id(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
 
 
 def _usage(usage: Any) -> dict[str, int] | None:

@@ -26,6 +26,7 @@ from coalmine.config import AgentConfig, Config
 from coalmine.errors import UsageError
 from coalmine.judge.policy import judge_policy
 from coalmine.providers.base import build_provider, default_retries
+from coalmine.providers.replay import Cassette, ReplayProvider
 from coalmine.reports.json import write_result_file
 from coalmine.results import CanaryRun, CaseResult, InvalidSpecRecord, JudgeInfo, RunTotals
 from coalmine.runner.case import Caller, judge_fn, run_case
@@ -74,6 +75,8 @@ async def run_canaries(
     stop: anyio.Event | None = None,
     results_dir: Path | None = None,
     command_line: Sequence[str] = (),
+    record: Path | None = None,
+    replay: Path | None = None,
 ) -> CanaryOutcome:
     """Run the canaries of ``plan``, record them in ``store``, write the result file.
 
@@ -89,6 +92,8 @@ async def run_canaries(
         stop: set it to stop the run; finished canaries are kept.
         results_dir: where the result file goes (default ``<root>/bench/results``).
         command_line: recorded with the run.
+        record: write every answer agents and the judge really gave to this cassette.
+        replay: answer every call from this cassette; nothing is called, no network is used.
 
     Raises:
         ConfigError: a canary needs a judge and none is configured, or an agent cannot be built.
@@ -100,25 +105,31 @@ async def run_canaries(
     t0 = clock.monotonic()
     judge_agent = None if no_judge else config.judge
     judge_info = _judge_info(config, no_judge)
-    record = _RunRecord.open(
+    stored = _RunRecord.open(
         store, resume, plan, clock, judge_info, {"jobs": jobs, "no_judge": no_judge,
                                                   "cache": cache}, command_line,
     )  # fmt: skip
-    todo = [(i, c) for i, c in enumerate(plan.canaries) if c.loaded.id not in record.done]
+    todo = [(i, c) for i, c in enumerate(plan.canaries) if c.loaded.id not in stored.done]
     response_cache = ResponseCache(store) if cache and store is not None else None
+    wiring = _Wiring(
+        response_cache,
+        tuple(_secrets(config)),
+        Cassette.load(record, must_exist=False) if record else None,
+        Cassette.load(replay) if replay else None,
+    )
     callers: dict[str, Caller] = {}
     judge: Caller | None = None
     results: dict[int, CaseResult] = {}
-    secrets = _secrets(config)
+    secrets = list(wiring.secrets)
     skip_reason = _SKIP_REASONS.get(judge_info.mode, "no judge is configured")
     try:
         for _, canary in todo:
             if canary.agent.name not in callers:
-                callers[canary.agent.name] = _caller(canary.agent, response_cache, secrets)
+                callers[canary.agent.name] = wiring.caller(canary.agent)
         if judge_agent is not None:
             # A judge that is one of the agents shares that agent's caller, and so its limits.
             judge = callers.get(judge_agent.name) if judge_agent.name in config.agents else None
-            judge = judge or _caller(judge_agent, response_cache, secrets)
+            judge = judge or wiring.caller(judge_agent)
             policy = judge_policy(
                 calibrated_may_block=store.judge_may_block(judge.identity_key())
                 if store is not None
@@ -132,7 +143,7 @@ async def run_canaries(
         await emit(
             hooks,
             "on_run_start",
-            RunStart(total, len(plan.invalid), judge_info.describe(), len(record.done)),
+            RunStart(total, len(plan.invalid), judge_info.describe(), len(stored.done)),
         )
 
         async def work(index: int, item: tuple[int, PlannedCanary]) -> None:
@@ -151,8 +162,8 @@ async def run_canaries(
                 skip_reason=skip_reason,
                 judge_blocks=bool(judge_info.blocking),
             )
-            if store is not None and record.run_id is not None:
-                store.record_case(record.run_id, outcome.result, outcome.extras)
+            if store is not None and stored.run_id is not None:
+                store.record_case(stored.run_id, outcome.result, outcome.extras)
             results[position] = outcome.result
             await emit(hooks, "on_case_end", CaseEnd(index, total, outcome.result))
 
@@ -161,14 +172,14 @@ async def run_canaries(
         with anyio.CancelScope(shield=True):
             for caller in {id(c): c for c in [*callers.values(), judge] if c}.values():
                 await caller.provider.aclose()
-    ordered = _in_order(plan, results, record.done)
+    ordered = _in_order(plan, results, stored.done)
     invalid = [_invalid_record(i, config.root) for i in plan.invalid]
     summary = RunTotals.of(ordered, invalid=len(invalid))
 
     def build(label: str) -> CanaryRun:
         return CanaryRun(
             run_id=label,
-            timestamp=format_utc(record.started),
+            timestamp=format_utc(stored.started),
             summary=summary,
             results=ordered,
             invalid_specs=invalid,
@@ -176,15 +187,15 @@ async def run_canaries(
             judge=judge_info,
             duration_seconds=round(clock.monotonic() - t0, 3),
             coalmine_version=_version(),
-            store_run_id=record.run_id,
+            store_run_id=stored.run_id,
         )
 
     path, run = write_result_file(
-        results_dir or config.root / RESULTS_DIR, record.started, build, reuse=record.results_file
+        results_dir or config.root / RESULTS_DIR, stored.started, build, reuse=stored.results_file
     )
-    if store is not None and record.run_id is not None:
+    if store is not None and stored.run_id is not None:
         store.finish_run(
-            record.run_id,
+            stored.run_id,
             status="interrupted" if interrupted else "finished",
             ended_at=clock.now(),
             summary=summary,
@@ -249,14 +260,29 @@ class _RunRecord:
         return cls(run_id, started, {})
 
 
-def _caller(agent: AgentConfig, cache: ResponseCache | None, secrets: list[str]) -> Caller:
-    return Caller.for_agent(
-        build_provider(agent),
-        agent,
-        cache=cache,
-        secrets=tuple(secrets),
-        retries=default_retries(agent),
-    )
+@dataclass(frozen=True)
+class _Wiring:
+    """What every caller of a run shares: the cache, the secrets, the cassettes."""
+
+    cache: ResponseCache | None
+    secrets: tuple[str, ...]
+    recorder: Cassette | None
+    replay: Cassette | None
+
+    def caller(self, agent: AgentConfig) -> Caller:
+        provider = build_provider(agent)
+        if self.replay is not None:
+            # Replayed answers stand in for the real provider, which is never called.
+            identity = getattr(provider, "cache_identity", lambda: None)()
+            provider = ReplayProvider.standing_in(agent.name, self.replay, identity)
+        return Caller.for_agent(
+            provider,
+            agent,
+            cache=self.cache,
+            secrets=self.secrets,
+            retries=0 if self.replay is not None else default_retries(agent),
+            recorder=self.recorder,
+        )
 
 
 def _in_order(

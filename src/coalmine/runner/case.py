@@ -22,6 +22,7 @@ from coalmine.graders.base import GradeContext, JudgeFn, JudgeReply
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeAttempt, JudgeGrade
 from coalmine.providers.base import AgentRequest, CallContext, Provider, redact
+from coalmine.providers.replay import Cassette
 from coalmine.results import OUTPUT_LIMIT, AgentOutput, CaseResult, FailureReason, Grade, Verdict
 from coalmine.runner.gates import decide
 from coalmine.runner.limits import RateGate, backoff_delay
@@ -60,6 +61,8 @@ class Caller:
     gate: RateGate = field(default_factory=lambda: RateGate(None))
     limiter: anyio.CapacityLimiter | None = None
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    recorder: Cassette | None = None
+    """With ``--record``: every answer the agent really gave is written here."""
 
     @classmethod
     def for_agent(
@@ -70,13 +73,13 @@ class Caller:
         cache: ResponseCache | None,
         secrets: tuple[str, ...],
         retries: int,
+        recorder: Cassette | None = None,
     ) -> Caller:
         """A caller with the agent's own limits (``max_concurrency``, ``requests_per_minute``)."""
         policy = agent.policy
         limiter = anyio.CapacityLimiter(policy.max_concurrency) if policy.max_concurrency else None
-        return cls(
-            provider, agent, cache, secrets, retries, RateGate(policy.requests_per_minute), limiter
-        )
+        gate = RateGate(policy.requests_per_minute)
+        return cls(provider, agent, cache, secrets, retries, gate, limiter, recorder=recorder)
 
     async def call(self, request: AgentRequest, timeout: float) -> CallOutcome:
         """Answer from the cache, or call the agent, retrying what a retry may fix."""
@@ -111,14 +114,20 @@ class Caller:
                     self.gate.pause(delay)  # every caller of this agent eases off
                 await self.sleep(delay)
         status = None
+        text = redact(output.text, list(self.secrets))
+        scrubbed = output if text == output.text else output.model_copy(update={"text": text})
         if self.cache is not None:
             if key is not None:
-                text = redact(output.text, list(self.secrets))
-                scrubbed = (
-                    output if text == output.text else output.model_copy(update={"text": text})
-                )
                 self.cache.put(key, scrubbed)
             status = f"miss: {miss}"
+        if self.recorder is not None:
+            identity = self.identity()
+            # keyed on the scrubbed prompt: a judge prompt quoting a scrubbed answer is what a
+            # replay will send, since it replays the scrubbed answer
+            prompt = redact(request.prompt, list(self.secrets))
+            self.recorder.record(
+                agent=self.agent.name, prompt=prompt, identity=identity, output=scrubbed
+            )
         return CallOutcome(output, status, attempt, tuple(failures))
 
     async def _attempt(self, request: AgentRequest, timeout: float, attempt: int) -> AgentOutput:
