@@ -10,8 +10,10 @@ import anyio
 import click
 
 from coalmine.cli.main import cli
+from coalmine.config import load_config
 from coalmine.graders.base import GradeContext
 from coalmine.graders.base import registry as graders
+from coalmine.providers.base import provider_settings
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
 
@@ -69,3 +71,13 @@ def test_the_plugin_example_runs() -> None:
         assert (short.score, long.score) == (1.0, 0.0)
     finally:
         graders._items.pop("max-words", None)
+
+
+def test_the_connect_your_agents_example_is_a_valid_config(tmp_path: Path) -> None:
+    (example,) = [b for b in _blocks("yaml") if "provider: replay" in b]
+    (tmp_path / "coalmine.yaml").write_text(example, encoding="utf-8")
+    config = load_config(tmp_path, providers=provider_settings(), environ={})
+    assert sorted(a.provider for a in config.agents.values()) == [
+        "anthropic", "command", "http", "openai", "python", "replay",
+    ]  # fmt: skip
+    assert config.agents["QA Coordinator"].policy.max_concurrency == 8
