@@ -88,6 +88,17 @@ class CallPolicy(BaseModel):
 POLICY_KEYS = frozenset(CallPolicy.model_fields)
 
 
+class Price(BaseModel):
+    """What one model costs, in your currency per million tokens (coalmine has no price list)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(None, ge=0)
+    """Price of prompt tokens served from the provider's prompt cache (default: ``input``)."""
+
+
 class _ConfigFile(BaseModel):
     """The top level of coalmine.yaml (agents are checked against their provider's model)."""
 
@@ -104,6 +115,8 @@ class _ConfigFile(BaseModel):
     """The run store's database file, relative to the config file's folder."""
     cache: bool = False
     """Answer repeated agent and judge calls from the response cache."""
+    pricing: dict[str, Price] = {}
+    """Model name → price per million tokens, for the run's cost."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,7 @@ class Config:
     defaults: Defaults = Defaults()
     store: str = DEFAULT_STORE
     cache: bool = False
+    pricing: dict[str, Price] = field(default_factory=dict)
 
     @property
     def store_path(self) -> Path:
@@ -249,6 +263,7 @@ def load_config(
         defaults=raw.defaults,
         store=raw.store,
         cache=raw.cache,
+        pricing=raw.pricing,
     )
 
 

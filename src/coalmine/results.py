@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
@@ -75,6 +76,18 @@ class Grade(BaseModel):
         return self.detail or ""
 
 
+class Usage(BaseModel):
+    """Tokens one role (the agent, or the judge) used for a case, and what they cost."""
+
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens served from the provider's prompt cache (part of ``prompt_tokens``)."""
+    cost: float | None = None
+    """From the config's ``pricing:``; ``None`` when the model has no price."""
+
+
 class CaseResult(BaseModel):
     """The result of one canary."""
 
@@ -105,6 +118,10 @@ class CaseResult(BaseModel):
     attempts: int | None = _extra("Calls made to the agent, when more than one.")
     call_failures: list[str] = Field(default=[], exclude_if=lambda v: not v)
     """``kind: message`` of every failed call, retried ones included (never dropped)."""
+    usage: dict[str, Usage] = Field(default={}, exclude_if=lambda v: not v)
+    """Tokens and cost by role: ``agent`` and ``judge``."""
+    tool_calls: list[ToolCall] = Field(default=[], exclude_if=lambda v: not v)
+    """The agent's tool calls, in order (its trajectory)."""
     spec_path: str | None = _extra()
 
 
@@ -129,6 +146,11 @@ class RunTotals(BaseModel):
     invalid: int = 0
     call_failures: dict[str, int] = Field(default={}, exclude_if=lambda v: not v)
     """Failed agent calls by kind (``timeout``, ``rate_limited`` …), retried ones included."""
+    tokens: dict[str, dict[str, int]] = Field(default={}, exclude_if=lambda v: not v)
+    """Tokens by role (``agent``, ``judge``): prompt, completion, cached."""
+    cost: float | None = _extra("Summed over the priced calls.")
+    unpriced_models: list[str] = Field(default=[], exclude_if=lambda v: not v)
+    """Models that used tokens but have no ``pricing:`` entry (their cost is unknown)."""
 
     @classmethod
     def of(cls, results: list[CaseResult], *, invalid: int) -> RunTotals:
@@ -144,6 +166,7 @@ class RunTotals(BaseModel):
             call_failures=dict(
                 Counter(f.partition(":")[0] for r in results for f in r.call_failures)
             ),
+            **_spend(results),
         )
 
 
@@ -182,6 +205,7 @@ class CanaryRun(BaseModel):
     duration_seconds: float = 0.0
     coalmine_version: str | None = _extra()
     store_run_id: str | None = _extra("The run's id in the run store (a ULID).")
+    stopped: str | None = _extra("Why an interrupted run stopped early: 'max_cost'.")
     schema_version: int = Field(SCHEMA_VERSION)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -190,6 +214,39 @@ class CanaryRun(BaseModel):
 
 
 OUTPUT_LIMIT = 65536
+
+
+def _spend(results: list[CaseResult]) -> dict[str, Any]:
+    tokens: dict[str, Counter[str]] = {}
+    costs = [u.cost for r in results for u in r.usage.values() if u.cost is not None]
+    unpriced = sorted(
+        {u.model or "?" for r in results for u in r.usage.values()
+         if u.cost is None and (u.prompt_tokens or u.completion_tokens)}
+    )  # fmt: skip
+    for r in results:
+        for role, u in r.usage.items():
+            counts = tokens.setdefault(role, Counter())
+            counts.update(
+                prompt_tokens=u.prompt_tokens,
+                completion_tokens=u.completion_tokens,
+                cached_tokens=u.cached_tokens,
+            )
+    return {
+        "tokens": {role: dict(c) for role, c in tokens.items()},
+        "cost": round(sum(costs), 6) if costs else None,
+        "unpriced_models": unpriced,
+    }
+
+
+def sum_usage(usages: Iterable[Mapping[str, int] | None]) -> dict[str, int] | None:
+    """Add token counts key by key; ``None`` when no call reported any."""
+    total: Counter[str] = Counter()
+    seen = False
+    for usage in usages:
+        if usage:
+            seen = True
+            total.update(usage)
+    return dict(total) if seen else None
 
 
 def format_score(score: float) -> str:

@@ -143,8 +143,7 @@ class FakeOpenAI:
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._server.server_port}/v1"
 
     def enqueue(self, *replies: Reply | str) -> None:
         """Queue replies, answered in order; a string is a completion with that text."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import stat
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -15,7 +18,7 @@ import pytest
 from coalmine.errors import ProviderError
 from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.providers.command import CommandProvider, CommandSettings
-from coalmine.results import AgentOutput
+from coalmine.results import AgentOutput, ToolCall
 from tests.helpers.processes import wait_gone
 
 TRICKY_PROMPT = (
@@ -288,3 +291,183 @@ def test_extra_env_reaches_the_process(tmp_path: Path, monkeypatch: pytest.Monke
 def test_context_is_not_added_to_the_prompt(tmp_path: Path) -> None:
     provider = make(tmp_path, "import sys; sys.stdout.write(repr(sys.stdin.read()))")
     assert call(provider, "exact").text == repr("exact")
+
+
+# Trajectories
+
+# The agent notes where its trajectory file is (in its cwd), so the test can check it is gone.
+WRITE_TRAJECTORY = """
+import json, os, sys
+path = os.environ["COALMINE_TRAJECTORY"]
+open("trajectory-path.txt", "w").write(path)
+prompt = sys.stdin.read()
+with open(path, "a", encoding="utf-8") as f:
+    f.write(LINES)
+sys.stdout.write("done: " + prompt)
+"""
+
+
+def trajectory_agent(tmp_path: Path, lines: list[str], **settings: object) -> CommandProvider:
+    code = WRITE_TRAJECTORY.replace("LINES", repr("".join(line + "\n" for line in lines)))
+    return make(tmp_path, code, **settings)
+
+
+def written_path(tmp_path: Path) -> Path:
+    return Path((tmp_path / "trajectory-path.txt").read_text())
+
+
+def test_a_three_line_trajectory_with_a_bad_line(tmp_path: Path) -> None:
+    lines = [
+        json.dumps(
+            {"type": "tool_call", "name": "read_file", "arguments": {"path": "é.py"}, "id": "t1"}
+        ),
+        '{"type": "tool_call", "name": "grep", "arguments": {',
+        json.dumps({"type": "tool_call", "name": "grep", "arguments": {"pattern": "TODO"}}),
+    ]
+    output = call(trajectory_agent(tmp_path, lines), TRICKY_PROMPT)
+    assert output.text == "done: " + TRICKY_PROMPT  # the prompt reached stdin untouched
+    assert output.tool_calls == [
+        ToolCall(name="read_file", arguments={"path": "é.py"}, id="t1"),
+        ToolCall(name="grep", arguments={"pattern": "TODO"}),
+    ]
+    [warning] = output.warnings
+    assert warning.startswith("trajectory line 2: not JSON, skipped:")
+    assert output.exit_code == 0
+    path = written_path(tmp_path)
+    assert path.name == "trajectory.jsonl"
+    assert not path.exists() and not path.parent.exists()
+
+
+def test_messages_unknown_types_and_unnamed_calls(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"type": "message", "role": "assistant", "content": "Let me look."}),
+        "",
+        json.dumps({"type": "tool_result", "id": "t1", "output": "..."}),
+        json.dumps({"type": "tool_call", "arguments": {"q": 1}}),
+        json.dumps({"type": "tool_call", "name": "", "arguments": {}}),
+        json.dumps(["tool_call", "search"]),
+        json.dumps({"type": "tool_call", "name": "search", "arguments": '{"q": "ü"}', "id": 7}),
+        json.dumps({"type": "tool_call", "name": "list_files"}),
+        json.dumps({"type": "tool_call", "name": "run", "arguments": ["ls", "-l"]}),
+        json.dumps({"name": "not a call: no type"}),
+    ]
+    output = call(trajectory_agent(tmp_path, lines))
+    assert output.tool_calls == [
+        ToolCall(name="search", arguments={"q": "ü"}, id="7"),
+        ToolCall(name="list_files"),
+        ToolCall(name="run", arguments={"_raw": ["ls", "-l"]}),
+    ]
+    assert output.warnings == [
+        "trajectory line 4: a tool_call without a name, skipped",
+        "trajectory line 5: a tool_call without a name, skipped",
+        "trajectory line 6: not a JSON object, skipped",
+        "trajectory line 9: the arguments of tool_call 'run' are not an object; kept as _raw",
+    ]
+
+
+def test_the_trajectory_file_is_fresh_empty_and_private(tmp_path: Path) -> None:
+    provider = make(
+        tmp_path,
+        """
+        import os, stat
+        path = os.environ["COALMINE_TRAJECTORY"]
+        folder = os.path.dirname(path)
+        print(path, os.path.getsize(path), oct(stat.S_IMODE(os.stat(folder).st_mode)),
+              os.listdir(folder), sep="|", end="")
+        """,
+    )
+    first = call(provider).text.split("|")
+    second = call(provider).text.split("|")
+    assert first[1:] == ["0", oct(stat.S_IRWXU), "['trajectory.jsonl']"]
+    assert first[0] != second[0]
+    assert not Path(first[0]).parent.exists() and not Path(second[0]).parent.exists()
+
+
+def test_no_trajectory_is_no_tool_calls(tmp_path: Path) -> None:
+    output = call(make(tmp_path, "print('plain agent')"))
+    assert (output.text, output.tool_calls, output.warnings) == ("plain agent\n", [], [])
+
+
+def test_our_trajectory_path_wins_over_an_env_setting(tmp_path: Path) -> None:
+    provider = make(
+        tmp_path,
+        "import os; print(os.environ['COALMINE_TRAJECTORY'], end='')",
+        env={"COALMINE_TRAJECTORY": str(tmp_path / "mine.jsonl")},
+    )
+    assert call(provider).text.endswith(os.sep + "trajectory.jsonl")
+    assert not (tmp_path / "mine.jsonl").exists()
+
+
+def test_bad_line_warnings_are_capped(tmp_path: Path) -> None:
+    lines = ["oops"] * 14 + [json.dumps({"type": "tool_call", "name": "last"})]
+    output = call(trajectory_agent(tmp_path, lines))
+    assert output.tool_calls == [ToolCall(name="last")]
+    assert len(output.warnings) == 11
+    assert output.warnings[0] == "trajectory line 1: not JSON, skipped: 'oops'"
+    assert output.warnings[-1] == "trajectory: 4 more bad line(s)"
+
+
+def test_a_trajectory_beyond_max_output_bytes_is_cut(tmp_path: Path) -> None:
+    line = json.dumps({"type": "tool_call", "name": "step", "arguments": {"pad": "x" * 60}})
+    output = call(trajectory_agent(tmp_path, [line] * 40, max_output_bytes=1000))
+    assert 0 < len(output.tool_calls) < 40
+    assert output.warnings[-1] == "trajectory cut at 1000 bytes (max_output_bytes)"
+
+
+def test_an_agent_that_removes_its_trajectory_gets_a_warning(tmp_path: Path) -> None:
+    provider = make(tmp_path, "import os; os.remove(os.environ['COALMINE_TRAJECTORY'])")
+    output = call(provider)
+    assert output.tool_calls == []
+    assert output.warnings == ["trajectory file could not be read: No such file or directory"]
+
+
+def test_the_trajectory_is_removed_after_a_failed_exit(tmp_path: Path) -> None:
+    code = WRITE_TRAJECTORY.replace("LINES", repr('{"type": "tool_call", "name": "x"}\n'))
+    error = fail(make(tmp_path, code + "sys.exit(4)\n"))
+    assert error.process_exit_code == 4
+    assert not written_path(tmp_path).parent.exists()
+
+
+def test_the_trajectory_is_removed_after_a_timeout(tmp_path: Path) -> None:
+    provider = make(
+        tmp_path,
+        """
+        import os, time
+        path = os.environ["COALMINE_TRAJECTORY"]
+        with open(path, "a") as f:
+            f.write('{"type": "tool_call", "name": "slow_tool"}\\n')
+        with open("pid.tmp", "w") as f:
+            f.write(f"{os.getpid()} {path}")
+        os.replace("pid.tmp", "pid.txt")
+        time.sleep(300)
+        """,
+    )
+
+    async def main() -> None:
+        with anyio.fail_after(1):
+            await provider.call(request("hang please"))
+
+    with pytest.raises(TimeoutError):
+        anyio.run(main)
+    pid, path = (tmp_path / "pid.txt").read_text().split(" ", 1)
+    try:
+        assert wait_gone(int(pid))
+        assert not Path(path).parent.exists()
+    finally:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_no_trajectory_folder_is_left_behind_whatever_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    call(make(tmp_path, "print('ok')"))
+    fail(make(tmp_path, "import sys; sys.exit(2)"))
+    missing = CommandSettings(argv=["coalmine-no-such-program-xyz"])
+    fail(CommandProvider(agent="A", settings=missing, base_dir=tmp_path))
+    assert list(temp.iterdir()) == []

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from coalmine.errors import ProviderError
 from coalmine.providers.base import AgentRequest, CallContext, registry
 from coalmine.providers.http import HttpProvider, HttpSettings
-from coalmine.results import AgentOutput
+from coalmine.results import AgentOutput, ToolCall
 from tests.helpers.json_service import JsonService, Reply
 
 KEY = "tok-test-SECRET-98765"
@@ -229,25 +229,91 @@ def test_non_string_value_is_converted_with_a_warning(
 
 
 CALLS = [{"name": "search", "arguments": {"q": "ü"}}]
+SEARCH = ToolCall(name="search", arguments={"q": "ü"})
 
 
 @pytest.mark.parametrize(
-    ("payload", "text"),
+    ("payload", "text", "calls"),
     [
-        ({"output": "", "tools": CALLS}, json.dumps(CALLS, ensure_ascii=False)),
-        ({"output": None, "tools": CALLS}, json.dumps(CALLS, ensure_ascii=False)),
-        ({"tools": CALLS}, json.dumps(CALLS, ensure_ascii=False)),
-        ({"output": "said something", "tools": CALLS}, "said something"),
-        ({"output": "no tools"}, "no tools"),
-        ({"output": "", "tools": []}, ""),
+        ({"output": "", "tools": CALLS}, "", [SEARCH]),
+        ({"output": None, "tools": CALLS}, "", [SEARCH]),
+        ({"tools": CALLS}, "", [SEARCH]),
+        ({"output": "said something", "tools": CALLS}, "said something", [SEARCH]),
+        ({"output": "no tools"}, "no tools", []),
+        ({"output": "no tools", "tools": None}, "no tools", []),
+        ({"output": "", "tools": []}, "", []),
     ],
 )
-def test_tool_calls_fill_an_empty_text_only(
-    json_service: JsonService, payload: Any, text: str
+def test_tool_calls_are_parsed_and_the_text_stays_the_response_path(
+    json_service: JsonService, payload: Any, text: str, calls: list[ToolCall]
 ) -> None:
     output = answer(json_service, payload, tool_calls_path="$.tools")
-    assert output.text == text
+    assert (output.text, output.tool_calls) == (text, calls)
     assert output.warnings == []
+
+
+def test_both_item_styles_in_one_list(json_service: JsonService) -> None:
+    items = [
+        {"name": "read_file", "arguments": {"path": "login.py"}, "id": "t1"},
+        {
+            "id": "call_2",
+            "type": "function",
+            "function": {"name": "grep", "arguments": '{"pattern": "café", "n": 2}'},
+        },
+        {"name": "list_files"},
+        {"type": "function", "function": {"name": "status", "arguments": ""}},
+    ]
+    payload = {"result": {"message": "Looking.", "calls": items}}
+    output = answer(
+        json_service, payload, response_path="result.message", tool_calls_path="result.calls"
+    )
+    assert output.text == "Looking."
+    assert output.tool_calls == [
+        ToolCall(name="read_file", arguments={"path": "login.py"}, id="t1"),
+        ToolCall(name="grep", arguments={"pattern": "café", "n": 2}, id="call_2"),
+        ToolCall(name="list_files", arguments={}),
+        ToolCall(name="status", arguments={}),
+    ]
+    assert output.warnings == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "warning"),
+    [
+        ('{"path": "login.py"', "arguments are not valid JSON; kept as _raw"),
+        ('"login.py"', "arguments are JSON but not an object; kept as _raw"),
+    ],
+)
+def test_arguments_that_are_not_a_json_object_are_kept_raw(
+    json_service: JsonService, arguments: str, warning: str
+) -> None:
+    items = [CALLS[0], {"function": {"name": "read_file", "arguments": arguments}}]
+    output = answer(json_service, {"output": "", "calls": items}, tool_calls_path="calls")
+    assert output.tool_calls == [SEARCH, ToolCall(name="read_file", arguments={"_raw": arguments})]
+    assert output.warnings == [f"tool call 1 (read_file): {warning}"]
+
+
+@pytest.mark.parametrize(
+    ("item", "problem"),
+    [
+        ("search", "a string, not an object"),
+        (["search", {}], "a list, not an object"),
+        ({"arguments": {"q": "x"}}, "no name"),
+        ({"name": ""}, "no name"),
+        ({"function": {"arguments": "{}"}}, "no name"),
+        ({"tool": "search", "input": {}}, "no name"),
+        ({"name": "search", "arguments": [1, 2]}, "arguments are a list"),
+        ({"function": {"name": "search", "arguments": 5}}, "arguments are a number"),
+    ],
+)
+def test_an_item_that_is_not_a_tool_call_is_bad_output_naming_its_index(
+    json_service: JsonService, item: Any, problem: str
+) -> None:
+    json_service.enqueue({"output": "", "calls": [CALLS[0], CALLS[0], item]})
+    error = fail(make(json_service, tool_calls_path="calls"))
+    assert (error.kind, error.retryable) == ("bad_output", False)
+    assert f"tool_calls_path 'calls', item 2: {problem}" in str(error)
+    assert '{"name": …, "arguments": {…}}' in str(error)
 
 
 def test_tool_calls_that_are_not_a_list_are_bad_output(json_service: JsonService) -> None:
@@ -255,6 +321,13 @@ def test_tool_calls_that_are_not_a_list_are_bad_output(json_service: JsonService
     error = fail(make(json_service, tool_calls_path="tools"))
     assert error.kind == "bad_output"
     assert "tool_calls_path 'tools' holds an object, not a list" in str(error)
+
+
+def test_a_missing_text_without_tool_calls_is_still_bad_output(json_service: JsonService) -> None:
+    json_service.enqueue({"calls": []})
+    error = fail(make(json_service, tool_calls_path="calls"))
+    assert error.kind == "bad_output"
+    assert "response_path 'output' not found" in str(error)
 
 
 def test_429_with_retry_after_is_rate_limited(json_service: JsonService) -> None:

@@ -447,7 +447,7 @@ def test_cache_identity_follows_tools_and_formats(tmp_path: Path) -> None:
     url = "http://127.0.0.1:9/v1"
     base = make(tmp_path, url).cache_identity()
     assert make(tmp_path, url).cache_identity() == base
-    variants = [
+    variants: list[dict[str, Any]] = [
         {"tools": TOOLS},
         {"tools": TOOLS, "tool_choice": "required"},
         {"response_format": {"type": "json_object"}},

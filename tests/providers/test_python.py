@@ -16,7 +16,7 @@ import pytest
 from coalmine.errors import ProviderError
 from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.providers.python import PythonProvider, PythonSettings
-from coalmine.results import AgentOutput
+from coalmine.results import AgentOutput, ToolCall
 
 
 @pytest.fixture
@@ -158,13 +158,16 @@ def test_async_function_that_raises_is_a_provider_error(tmp_path: Path, package:
     assert "missing-thing" in str(error)
 
 
-@pytest.mark.parametrize(("value", "type_name"), [("42", "int"), ("None", "NoneType")])
+@pytest.mark.parametrize(
+    ("value", "type_name"), [("42", "int"), ("None", "NoneType"), ("['a']", "list")]
+)
 def test_non_str_result_is_a_provider_error(
     tmp_path: Path, package: str, value: str, type_name: str
 ) -> None:
     write_impl(tmp_path, package, f"def run(prompt, context):\n    return {value}\n")
     error = fail(make(tmp_path, f"{package}.impl:run"))
-    assert f"returned {type_name}, expected str" in str(error)
+    assert f"returned {type_name}, expected str or {{'output': …, 'tool_calls': […]}}" in str(error)
+    assert (error.kind, error.retryable) == ("bad_output", False)
 
 
 def test_missing_module_cannot_load(tmp_path: Path, package: str) -> None:
@@ -264,3 +267,102 @@ def close_unstarted_coroutines(exc: BaseException) -> None:
             if inspect.iscoroutine(value) and inspect.getcoroutinestate(value) == "CORO_CREATED":
                 value.close()
         tb = tb.tb_next
+
+
+# Trajectories: a dict with the output and the tool calls
+
+
+def test_dict_return_gives_text_and_tool_calls(tmp_path: Path, package: str) -> None:
+    write_impl(
+        tmp_path,
+        package,
+        """
+        def run(prompt, context):
+            return {
+                "output": "Found it in login.py: " + prompt,
+                "tool_calls": [
+                    {"name": "read_file", "arguments": {"path": "login.py"}, "id": "t1"},
+                    {"name": "grep", "arguments": {"pattern": "café", "flags": ["-n"]}},
+                    {"name": "list_files"},
+                ],
+            }
+        """,
+    )
+    output = call(make(tmp_path, f"{package}.impl:run"), "q")
+    assert output.text == "Found it in login.py: q"
+    assert output.tool_calls == [
+        ToolCall(name="read_file", arguments={"path": "login.py"}, id="t1"),
+        ToolCall(name="grep", arguments={"pattern": "café", "flags": ["-n"]}),
+        ToolCall(name="list_files"),
+    ]
+    assert output.warnings == []
+
+
+def test_async_dict_return_with_tool_call_objects(tmp_path: Path, package: str) -> None:
+    write_impl(
+        tmp_path,
+        package,
+        """
+        from dataclasses import dataclass, field
+        from coalmine.results import ToolCall
+
+        @dataclass
+        class MyCall:
+            name: str
+            arguments: dict = field(default_factory=dict)
+            id: str | None = None
+
+        async def run(prompt, context):
+            return {
+                "output": "",
+                "tool_calls": (MyCall("search", {"q": prompt}, "c1"), ToolCall(name="done")),
+            }
+        """,
+    )
+    output = call(make(tmp_path, f"{package}.impl:run"), "ü")
+    assert output.text == ""
+    assert output.tool_calls == [
+        ToolCall(name="search", arguments={"q": "ü"}, id="c1"),
+        ToolCall(name="done"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["{'output': 'x'}", "{'output': 'x', 'tool_calls': []}", "{'output': 'x', 'tool_calls': None}"],
+)
+def test_dict_return_without_tool_calls(tmp_path: Path, package: str, value: str) -> None:
+    write_impl(tmp_path, package, f"def run(prompt):\n    return {value}\n")
+    output = call(make(tmp_path, f"{package}.impl:run"))
+    assert (output.text, output.tool_calls, output.warnings) == ("x", [], [])
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("{'text': 'hi'}", "returned a dict with key(s) 'text', expected str or {'output'"),
+        (
+            "{'output': 'hi', 'tool_call': []}",
+            "returned a dict with key(s) 'tool_call', expected str or",
+        ),
+        ("{'tool_calls': []}", "returned 'output' of type NoneType, expected str or"),
+        ("{'output': 3}", "returned 'output' of type int, expected str or"),
+        ("{'output': '', 'tool_calls': 'search'}", "returned 'tool_calls' of type str"),
+        (
+            "{'output': '', 'tool_calls': [{'name': 'a'}, {'arguments': {}}]}",
+            "returned tool_calls[1] that is not a tool call (name: Field required)",
+        ),
+        (
+            "{'output': '', 'tool_calls': [{'name': 'a', 'arguments': 'q=1'}]}",
+            "returned tool_calls[0] that is not a tool call (arguments: Input should be",
+        ),
+        ("{'output': '', 'tool_calls': ['search']}", "returned tool_calls[0] that is not"),
+    ],
+)
+def test_a_dict_that_is_not_an_answer_is_bad_output(
+    tmp_path: Path, package: str, value: str, message: str
+) -> None:
+    write_impl(tmp_path, package, f"def run(prompt, context):\n    return {value}\n")
+    error = fail(make(tmp_path, f"{package}.impl:run"))
+    assert (error.kind, error.retryable) == ("bad_output", False)
+    assert message in str(error)

@@ -20,6 +20,7 @@ from coalmine.reports.base import write_report
 from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_comparison, render_markdown, short_id
 from coalmine.runner.canary import CanaryOutcome, run_canaries
+from coalmine.runner.costs import DryRun, estimate
 from coalmine.runner.events import Hooks
 from coalmine.runner.history import baseline_run, project_config, resumable_run
 from coalmine.runner.plan import CanaryPlan, plan_canaries, require_judge
@@ -59,6 +60,16 @@ def canary() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Answer every call from this cassette: no agent runs, no network is used.",
 )
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0),
+    help="Stop (resumably) once the run has cost this much (prices from 'pricing:').",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="List what would be called, with estimated tokens and cost; call nothing.",
+)
 @click.option("--baseline", help="Compare with this run afterwards: latest, a run id, or a file.")
 @click.option(
     "--report",
@@ -93,6 +104,8 @@ def run_command(
     cache_explain: bool,
     record_to: Path | None,
     replay_from: Path | None,
+    max_cost: float | None,
+    dry_run: bool,
     baseline: str | None,
     reports: tuple[str, ...],
     fmt: str,
@@ -107,6 +120,10 @@ def run_command(
     if record_to is not None and replay_from is not None:
         raise UsageError("--record and --replay exclude each other: record once, then replay")
     report_targets = [parse_report(r) for r in reports]
+    if dry_run:
+        click.echo(render_dry_run(estimate(plan_canaries(root, selectors=selectors),
+                                           no_judge=no_judge)), nl=False)  # fmt: skip
+        return 0
     config = project_config(root)
     if config.path is None:
         raise ConfigError(
@@ -137,7 +154,7 @@ def run_command(
                 partial(
                     _run, plan, store=store, resume=resume_id, jobs=jobs, no_judge=no_judge,
                     cache=use_cache, hooks=hook_list, command_line=sys.argv, record=record_to,
-                    replay=replay_from,
+                    replay=replay_from, max_cost=max_cost,
                 )
             )  # fmt: skip
         run = outcome.run
@@ -162,8 +179,13 @@ def run_command(
         where = f"{spec.path}:{spec.line}" if spec.line else spec.path
         click.echo(f"error: invalid spec {where}: {spec.reason.splitlines()[0]}", err=True)
     if run.interrupted:
+        why = (
+            f"stopped at the cost limit ({max_cost:g})"
+            if run.stopped == "max_cost"
+            else "interrupted"
+        )
         click.echo(
-            f"interrupted: {run.summary.total} of {len(plan.canaries)} canaries finished; "
+            f"{why}: {run.summary.total} of {len(plan.canaries)} canaries finished; "
             f"results written to {_shown(outcome.results_path)}\n"
             f"resume with: coalmine canary run --resume {run.store_run_id} --root {root}",
             err=True,
@@ -217,6 +239,29 @@ def list_command(root: Path) -> int:
         for line in invalid.reason.splitlines():
             click.echo(f"  {line}", err=True)
     return 2 if plan.invalid else 0
+
+
+def render_dry_run(dry: DryRun) -> str:
+    """The dry run as a table: calls, estimated input tokens and input cost per agent."""
+    rows = [("AGENT", "MODEL", "CALLS", "INPUT TOKENS (EST.)", "INPUT COST (EST.)")]
+    entries = [*dry.agents, *([dry.judge] if dry.judge is not None else [])]
+    for e in entries:
+        name = f"{e.name} (judge)" if e is dry.judge else e.name
+        cost = f"{e.input_cost:.4f}" if e.input_cost is not None else "no price"
+        rows.append((name, e.model or "—", str(e.calls), str(e.input_tokens), cost))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.append("")
+    lines.append(
+        "Nothing was called. Input tokens are estimated from prompt sizes (about 4 characters a "
+        "token); judge prompts are counted without the answers they will quote."
+    )
+    unpriced = sorted({e.model or e.name for e in entries if e.price is None})
+    if unpriced:
+        lines.append(f"No price for: {', '.join(unpriced)} (add them under 'pricing:').")
+    if dry.invalid:
+        lines.append(f"{dry.invalid} invalid spec(s) would not run (see 'coalmine canary list').")
+    return "\n".join(lines) + "\n"
 
 
 def _shown(path: Path | None) -> Path | None:

@@ -25,6 +25,8 @@ class JudgeReply:
 
     text: str
     model: str
+    usage: dict[str, int] | None = None
+    """Token counts of the call, when the judge's provider reports them."""
 
 
 JudgeFn = Callable[[str], Awaitable[JudgeReply]]

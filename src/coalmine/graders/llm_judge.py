@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from coalmine._util.hashing import hash_text
 from coalmine.errors import CoalmineError, GradeError, ProviderError
 from coalmine.graders.base import GradeContext, grader
-from coalmine.results import Grade
+from coalmine.results import Grade, sum_usage
 
 THRESHOLD = 0.7
 ALLOWED_SCORES = (0.0, 0.5, 1.0)
@@ -55,6 +55,7 @@ class JudgeAttempt:
     model: str | None
     reply: str | None
     problem: str | None = None
+    usage: dict[str, int] | None = None
 
 
 class JudgeGrade(Grade):
@@ -66,6 +67,8 @@ class JudgeGrade(Grade):
     judge_model: str
     prompt_sha256: str
     attempts: int
+    usage: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
+    """Tokens of every judge call for this grade, summed."""
     calls: list[JudgeAttempt] = Field(default=[], exclude=True)
     """Every judge call with its raw reply (stored apart from the result file)."""
 
@@ -181,9 +184,9 @@ async def llm_judge(config: JudgeConfig, output: str, ctx: GradeContext) -> Grad
             scores, reasons = parse_verdict(reply.text, list(criteria))
         except ValueError as exc:
             failures.append(f"attempt {attempt}: {exc}")
-            calls.append(JudgeAttempt(attempt, reply.model, reply.text, str(exc)))
+            calls.append(JudgeAttempt(attempt, reply.model, reply.text, str(exc), reply.usage))
             continue
-        calls.append(JudgeAttempt(attempt, reply.model, reply.text))
+        calls.append(JudgeAttempt(attempt, reply.model, reply.text, usage=reply.usage))
         score = sum(scores.values()) / len(scores)
         return JudgeGrade(
             score=score,
@@ -193,6 +196,7 @@ async def llm_judge(config: JudgeConfig, output: str, ctx: GradeContext) -> Grad
             judge_model=reply.model,
             prompt_sha256=hash_text(prompt),
             attempts=attempt,
+            usage=sum_usage(c.usage for c in calls),
             calls=calls,
         )
     error = GradeError(

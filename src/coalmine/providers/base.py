@@ -8,6 +8,7 @@ must clean up on cancellation (the command provider kills its process group).
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +134,19 @@ def build_provider(agent: AgentConfig) -> Provider:
     """Return a ready provider for a configured agent."""
     item = registry.get(agent.provider)
     return item.factory(agent=agent.name, settings=agent.settings, base_dir=agent.base_dir)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def redact_model(model: M, secrets: list[str]) -> M:
+    """Scrub every secret from every string of a pydantic value (its JSON escapes included)."""
+    if not secrets:
+        return model
+    text = model.model_dump_json()
+    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
+    clean = redact(text, [*secrets, *escaped])
+    return model if clean == text else type(model).model_validate_json(clean)
 
 
 def redact(text: str, secrets: list[str]) -> str:

@@ -5,13 +5,23 @@ file's folder as working directory. The prompt is written to stdin as UTF-8 byte
 then stdin is closed. stdin, stdout and stderr are pumped concurrently, so a large prompt and a
 large answer cannot deadlock. On a non-zero exit, a crash, a timeout or a cancellation the whole
 process group is killed (helpers the agent started die with it).
+
+Trajectories: each call creates an empty file in a private temporary folder and passes its path
+in ``COALMINE_TRAJECTORY``. An agent may append JSON lines to it, e.g.
+``{"type": "tool_call", "name": "read_file", "arguments": {"path": "a.py"}, "id": "t1"}``;
+after a successful exit its ``tool_call`` lines become ``AgentOutput.tool_calls``, in order.
+``message`` lines and unknown types are skipped; a line that cannot be read is a warning, not an
+error. The folder is removed after every call, whatever its end.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from coalmine.errors import ProviderError
 from coalmine.providers.base import AgentRequest, provider
-from coalmine.results import AgentOutput
+from coalmine.results import AgentOutput, ToolCall
 
 STDERR_TAIL_BYTES = 4096
+TRAJECTORY_ENV = "COALMINE_TRAJECTORY"
+TRAJECTORY_WARNINGS = 10
+"""Line warnings kept per trajectory; the rest are counted in one more warning."""
 
 
 class CommandSettings(BaseModel):
@@ -38,7 +51,7 @@ class CommandSettings(BaseModel):
     cwd: str | None = None
     """Working directory, relative to the config file's folder (default: that folder)."""
     max_output_bytes: int = Field(16 * 1024 * 1024, gt=0)
-    """stdout beyond this many bytes is dropped (the agent keeps running) and a warning says so."""
+    """stdout (and the trajectory file) beyond this many bytes is dropped, with a warning."""
 
 
 @provider("command", settings=CommandSettings)
@@ -57,8 +70,23 @@ class CommandProvider:
         self.argv = [program, *settings.argv[1:]]
 
     async def call(self, request: AgentRequest) -> AgentOutput:
-        """Run the program once with the prompt on stdin."""
-        env = {**os.environ, **self.settings.env}
+        """Run the program once with the prompt on stdin; read its trajectory file after."""
+        folder = Path(tempfile.mkdtemp(prefix="coalmine-trajectory-"))  # mode 0700: private
+        try:
+            trajectory = folder / "trajectory.jsonl"
+            os.close(os.open(trajectory, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            output = await self._run(request, trajectory)
+            calls, warnings = await _load_trajectory(trajectory, self.settings.max_output_bytes)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if not calls and not warnings:
+            return output
+        return output.model_copy(
+            update={"tool_calls": calls, "warnings": [*output.warnings, *warnings]}
+        )
+
+    async def _run(self, request: AgentRequest, trajectory: Path) -> AgentOutput:
+        env = {**os.environ, **self.settings.env, TRAJECTORY_ENV: str(trajectory)}
         try:
             process = await anyio.open_process(
                 self.argv,
@@ -162,3 +190,64 @@ def _decode(data: bytes) -> tuple[str, list[str]]:
         text = data.decode("utf-8", errors="replace")
         bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
         return text, [f"stdout was not valid UTF-8: {bad} invalid byte sequence(s) replaced"]
+
+
+async def _load_trajectory(path: Path, limit: int) -> tuple[list[ToolCall], list[str]]:
+    """Read at most ``limit`` bytes of the trajectory file: its tool calls and its warnings."""
+    try:
+        async with await anyio.open_file(path, "rb") as file:
+            data = await file.read(limit + 1)
+    except OSError as exc:  # the agent removed or replaced the file
+        return [], [f"trajectory file could not be read: {exc.strerror or exc}"]
+    calls, warnings = _read_trajectory(data[:limit])
+    if len(data) > limit:  # the last line may be cut: it warns like any bad line
+        warnings.append(f"trajectory cut at {limit} bytes (max_output_bytes)")
+    return calls, warnings
+
+
+def _read_trajectory(data: bytes) -> tuple[list[ToolCall], list[str]]:
+    """The ``tool_call`` lines of a JSON-lines trajectory, and a warning per unreadable line."""
+    calls: list[ToolCall] = []
+    warnings: list[str] = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        problem = None
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            problem = f"not JSON, skipped: {line[:80].decode('utf-8', 'replace')!r}"
+        else:
+            if not isinstance(entry, dict):
+                problem = "not a JSON object, skipped"
+            elif entry.get("type") == "tool_call":
+                call, problem = _tool_call(entry)
+                calls += [call] if call is not None else []
+        if problem is not None:
+            warnings.append(f"trajectory line {number}: {problem}")
+    if len(warnings) > TRAJECTORY_WARNINGS:
+        more = len(warnings) - TRAJECTORY_WARNINGS
+        warnings = [*warnings[:TRAJECTORY_WARNINGS], f"trajectory: {more} more bad line(s)"]
+    return calls, warnings
+
+
+def _tool_call(entry: dict[str, Any]) -> tuple[ToolCall | None, str | None]:
+    """The call of a ``tool_call`` line, and what was wrong with it (if anything)."""
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        return None, "a tool_call without a name, skipped"
+    arguments = entry.get("arguments")
+    problem = None
+    if isinstance(arguments, str):  # OpenAI's form, copied as it came: a JSON string
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            pass
+    if arguments is None:
+        arguments = {}
+    elif not isinstance(arguments, dict):
+        problem = f"the arguments of tool_call {name!r} are not an object; kept as _raw"
+        arguments = {"_raw": entry["arguments"]}
+    call_id = entry.get("id")
+    call = ToolCall(name=name, arguments=arguments, id=str(call_id) if call_id else None)
+    return call, problem

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 
 from coalmine.errors import ProviderError
 from coalmine.providers._http import Site, check_response, json_body, send
+from coalmine.providers._tools import decode_arguments, json_kind
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput, ToolCall
 
@@ -223,13 +224,13 @@ class HttpProvider:
         if items is None:
             return []
         if not isinstance(items, list):
-            message = f"tool_calls_path {spec!r} holds {_kind(items)}, not a list"
+            message = f"tool_calls_path {spec!r} holds {json_kind(items)}, not a list"
             raise site.error(message, kind="bad_output")
         calls = []
         for index, item in enumerate(items):
             try:
                 calls.append(_tool_call(item, f"tool call {index}", warnings))
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 message = (
                     f"tool_calls_path {spec!r}, item {index}: {exc}; expected "
                     '{"name": …, "arguments": {…}} or {"function": {"name": …, "arguments": …}}'
@@ -241,33 +242,15 @@ class HttpProvider:
 def _tool_call(item: Any, where: str, warnings: list[str]) -> ToolCall:
     """One item of the list: flat ``{name, arguments}`` or OpenAI's ``{function: {…}}``."""
     if not isinstance(item, dict):
-        raise ValueError(f"{_kind(item)}, not an object")
+        raise ValueError(f"{json_kind(item)}, not an object")
     function = item.get("function")
     fields = function if isinstance(function, dict) else item
     name = fields.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("no name")
     call_id = item.get("id")
-    arguments = _arguments(fields.get("arguments"), f"{where} ({name})", warnings)
+    arguments = decode_arguments(fields.get("arguments"), f"{where} ({name})", warnings)
     return ToolCall(name=name, arguments=arguments, id=str(call_id) if call_id else None)
-
-
-def _arguments(value: Any, where: str, warnings: list[str]) -> dict[str, Any]:
-    """An object, or a JSON string holding one (kept as ``_raw``, with a warning, if not)."""
-    if isinstance(value, dict):
-        return value
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return {}
-    if not isinstance(value, str):
-        raise ValueError(f"arguments are {_kind(value)}, not an object or a JSON string")
-    try:
-        decoded = json.loads(value)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict):
-        return decoded
-    warnings.append(f"{where}: arguments are not a JSON object; kept as _raw")
-    return {"_raw": value}
 
 
 class _PathMissing(Exception):
@@ -318,7 +301,7 @@ def _lookup(data: Any, path: tuple[Segment, ...]) -> Any:
                 raise _PathMissing(depth, f"no index {step}: the list has {len(value)} item(s)")
             value = value[step]
         else:
-            raise _PathMissing(depth, f"cannot take {step!r} of {_kind(value)}")
+            raise _PathMissing(depth, f"cannot take {step!r} of {json_kind(value)}")
     return value
 
 
@@ -341,12 +324,7 @@ def _as_text(value: Any, where: str) -> tuple[str, str | None]:
     as_json = isinstance(value, dict | list | bool)
     text = json.dumps(value, ensure_ascii=False) if as_json else str(value)
     how = "converted to JSON" if as_json else "converted with str()"
-    return text, f"{where} holds {_kind(value)}, not text; {how}"
-
-
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
-    return names.get(type(value), "null" if value is None else "a number")
+    return text, f"{where} holds {json_kind(value)}, not text; {how}"
 
 
 def _strings(value: Any) -> list[str]:

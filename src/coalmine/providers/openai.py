@@ -14,7 +14,6 @@ is ``null`` or ``""``. All of these are read alike.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from coalmine._util.hashing import hash_text
 from coalmine.errors import ProviderError
 from coalmine.providers._http import Site, check_response, json_body, send
+from coalmine.providers._tools import decode_arguments
 from coalmine.providers.agent_file import PersonaSettings, resolve_persona
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput, ToolCall
@@ -191,29 +191,12 @@ def _tool_calls(calls: Any, warnings: list[str]) -> list[ToolCall]:
         name = function["name"]
         if not isinstance(name, str) or not name:
             raise TypeError(f"tool_calls[{index}] has no function name")
-        arguments = _arguments(function.get("arguments"), f"tool call {index} ({name})", warnings)
+        arguments = decode_arguments(
+            function.get("arguments"), f"tool call {index} ({name})", warnings
+        )
         call_id = call.get("id")
         result.append(ToolCall(name=name, arguments=arguments, id=_id(call_id)))
     return result
-
-
-def _arguments(value: Any, where: str, warnings: list[str]) -> dict[str, Any]:
-    """Arguments given as a JSON string (OpenAI, vLLM) or as an object (llama.cpp)."""
-    if isinstance(value, dict):
-        return value
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return {}  # a tool without parameters: some servers send "" or nothing
-    if not isinstance(value, str):
-        raise TypeError(f"{where}: arguments are {type(value).__name__}")
-    try:
-        decoded = json.loads(value)
-    except ValueError:
-        warnings.append(f"{where}: arguments are not valid JSON; kept as _raw")
-        return {"_raw": value}
-    if not isinstance(decoded, dict):
-        warnings.append(f"{where}: arguments are JSON but not an object; kept as _raw")
-        return {"_raw": value}
-    return decoded
 
 
 def _id(value: Any) -> str | None:

@@ -4,6 +4,9 @@ The module is imported with the config file's folder first on ``sys.path`` (so
 ``agents.impl:run`` finds ``agents/impl.py`` beside coalmine.yaml). An async function is awaited;
 a sync one runs in a daemon thread so a timeout can still be enforced (the thread is abandoned,
 since Python cannot kill a thread: use the ``command`` provider for agents that may hang hard).
+
+The function returns the answer's text, or ``{"output": text, "tool_calls": [...]}`` where each
+call is ``{"name", "arguments", "id"?}`` or an object with those attributes (its trajectory).
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coalmine.errors import FailureKind, ProviderError
 from coalmine.providers.base import AgentRequest, provider
-from coalmine.results import AgentOutput
+from coalmine.results import AgentOutput, ToolCall
+
+EXPECTED = "expected str or {'output': …, 'tool_calls': […]}"
 
 
 class PythonSettings(BaseModel):
@@ -64,9 +69,10 @@ class PythonProvider:
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the agent's failure is recorded
             tail = "".join(traceback.format_exception(exc)[-6:]).strip()
             raise self._error(f"raised {type(exc).__name__}: {exc}", stderr_tail=tail) from None
-        if not isinstance(result, str):
-            raise self._error(f"returned {type(result).__name__}, expected str", kind="bad_output")
-        return AgentOutput(text=result)
+        if isinstance(result, str):
+            return AgentOutput(text=result)
+        text, calls = self._read_result(result)
+        return AgentOutput(text=text, tool_calls=calls)
 
     def cache_identity(self) -> dict[str, Any]:
         """What shapes this agent's answer besides the prompt (for the response cache)."""
@@ -105,6 +111,40 @@ class PythonProvider:
         self._wants_context = _accepts_two_args(function)
         self._function = function
         return function
+
+    def _read_result(self, result: Any) -> tuple[str, list[ToolCall]]:
+        """The text and tool calls of a ``{"output", "tool_calls"}`` answer."""
+        if not isinstance(result, dict):
+            raise self._error(f"returned {type(result).__name__}, {EXPECTED}", kind="bad_output")
+        unknown = sorted(str(k) for k in result if k not in ("output", "tool_calls"))
+        if unknown:
+            keys = ", ".join(repr(k) for k in unknown)
+            raise self._error(f"returned a dict with key(s) {keys}, {EXPECTED}", kind="bad_output")
+        text = result.get("output")
+        if not isinstance(text, str):
+            raise self._error(
+                f"returned 'output' of type {type(text).__name__}, {EXPECTED}", kind="bad_output"
+            )
+        items = result.get("tool_calls") or []
+        if not isinstance(items, list | tuple):
+            raise self._error(
+                f"returned 'tool_calls' of type {type(items).__name__}, {EXPECTED}",
+                kind="bad_output",
+            )
+        calls = []
+        for index, item in enumerate(items):
+            try:
+                calls.append(ToolCall.model_validate(item, from_attributes=True))
+            except ValidationError as exc:
+                problem = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'item'}: {e['msg']}" for e in exc.errors()
+                )
+                raise self._error(
+                    f"returned tool_calls[{index}] that is not a tool call ({problem}); "
+                    "expected {'name': str, 'arguments': dict, 'id'?: str}",
+                    kind="bad_output",
+                ) from None
+        return text, calls
 
     def _error(
         self, message: str, *, stderr_tail: str | None = None, kind: FailureKind = "crash"

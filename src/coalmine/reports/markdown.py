@@ -103,6 +103,8 @@ def render_markdown(
         parts.append(f"{advisory} advisory (not failing the run)")
     if s.invalid:
         parts.append(f"{s.invalid} invalid spec{'s' if s.invalid != 1 else ''}")
+    if s.cost is not None:
+        parts.append(f"Cost: {s.cost:.4f}")
     if results_path is not None:
         parts.append(f"Results saved to {results_path}")
     lines.append("**Summary:** " + " | ".join(parts))
@@ -115,8 +117,13 @@ def render_markdown(
         else:
             power = "advisory until calibrated"
         lines += ["", f"**Judge:** {run.judge.describe()} ({power}){about}"]
+    if s.unpriced_models:
+        lines += ["", f"_No price for {', '.join(s.unpriced_models)}: add them under `pricing:` "
+                      "in coalmine.yaml to see the whole cost._"]  # fmt: skip
     if run.interrupted:
-        lines += ["", "**Interrupted:** only the canaries above finished; the others did not run."]
+        why = " (the cost limit was reached)" if run.stopped == "max_cost" else ""
+        lines += ["", f"**Interrupted{why}:** only the canaries above finished; the others did "
+                      "not run."]  # fmt: skip
     problems = [r for r in run.results if r.verdict != "PASS"]
     if problems:
         lines += ["", "### Failures", ""]

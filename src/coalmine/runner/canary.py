@@ -77,6 +77,7 @@ async def run_canaries(
     command_line: Sequence[str] = (),
     record: Path | None = None,
     replay: Path | None = None,
+    max_cost: float | None = None,
 ) -> CanaryOutcome:
     """Run the canaries of ``plan``, record them in ``store``, write the result file.
 
@@ -94,6 +95,7 @@ async def run_canaries(
         command_line: recorded with the run.
         record: write every answer agents and the judge really gave to this cassette.
         replay: answer every call from this cassette; nothing is called, no network is used.
+        max_cost: stop (resumably) before starting a case once the run has cost this much.
 
     Raises:
         ConfigError: a canary needs a judge and none is configured, or an agent cannot be built.
@@ -121,6 +123,9 @@ async def run_canaries(
     judge: Caller | None = None
     results: dict[int, CaseResult] = {}
     secrets = list(wiring.secrets)
+    stop = stop or anyio.Event()
+    spent = sum(u.cost or 0.0 for r in stored.done.values() for u in r.usage.values())
+    over_budget = False
     skip_reason = _SKIP_REASONS.get(judge_info.mode, "no judge is configured")
     try:
         for _, canary in todo:
@@ -147,7 +152,12 @@ async def run_canaries(
         )
 
         async def work(index: int, item: tuple[int, PlannedCanary]) -> None:
+            nonlocal spent, over_budget
             position, canary = item
+            if max_cost is not None and spent >= max_cost:
+                over_budget = True
+                stop.set()  # what is in flight is cancelled; the run can be resumed
+                return
             await emit(
                 hooks, "on_case_start", CaseStart(index, total, canary.loaded.id, canary.agent.name)
             )
@@ -161,13 +171,17 @@ async def run_canaries(
                 secrets=secrets,
                 skip_reason=skip_reason,
                 judge_blocks=bool(judge_info.blocking),
+                pricing=config.pricing,
+                judge_model=judge_info.model,
             )
+            spent += sum(u.cost or 0.0 for u in outcome.result.usage.values())
             if store is not None and stored.run_id is not None:
                 store.record_case(stored.run_id, outcome.result, outcome.extras)
             results[position] = outcome.result
             await emit(hooks, "on_case_end", CaseEnd(index, total, outcome.result))
 
         interrupted = await run_bounded(todo, work, jobs=jobs or config.defaults.jobs, stop=stop)
+        interrupted = interrupted or over_budget
     finally:
         with anyio.CancelScope(shield=True):
             for caller in {id(c): c for c in [*callers.values(), judge] if c}.values():
@@ -188,6 +202,7 @@ async def run_canaries(
             duration_seconds=round(clock.monotonic() - t0, 3),
             coalmine_version=_version(),
             store_run_id=stored.run_id,
+            stopped="max_cost" if over_budget else None,
         )
 
     path, run = write_result_file(

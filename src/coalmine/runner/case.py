@@ -7,7 +7,6 @@ raw judge replies, tokens) comes back as ``CaseExtras``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -16,14 +15,24 @@ import anyio
 
 from coalmine._util.clock import Clock
 from coalmine._util.hashing import canonical_json, hash_text
-from coalmine.config import AgentConfig
+from coalmine.config import AgentConfig, Price
 from coalmine.errors import AgentTimeout, FailureKind, GradeError, ProviderError
 from coalmine.graders.base import GradeContext, JudgeFn, JudgeReply
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeAttempt, JudgeGrade
-from coalmine.providers.base import AgentRequest, CallContext, Provider, redact
+from coalmine.providers.base import AgentRequest, CallContext, Provider, redact, redact_model
 from coalmine.providers.replay import Cassette
-from coalmine.results import OUTPUT_LIMIT, AgentOutput, CaseResult, FailureReason, Grade, Verdict
+from coalmine.results import (
+    OUTPUT_LIMIT,
+    AgentOutput,
+    CaseResult,
+    FailureReason,
+    Grade,
+    Usage,
+    Verdict,
+    sum_usage,
+)
+from coalmine.runner.costs import priced
 from coalmine.runner.gates import decide
 from coalmine.runner.limits import RateGate, backoff_delay
 from coalmine.runner.plan import PlannedCanary
@@ -114,8 +123,7 @@ class Caller:
                     self.gate.pause(delay)  # every caller of this agent eases off
                 await self.sleep(delay)
         status = None
-        text = redact(output.text, list(self.secrets))
-        scrubbed = output if text == output.text else output.model_copy(update={"text": text})
+        scrubbed = redact_model(output, list(self.secrets))  # text and tool-call arguments
         if self.cache is not None:
             if key is not None:
                 self.cache.put(key, scrubbed)
@@ -174,7 +182,8 @@ def judge_fn(judge: Caller, canary: PlannedCanary, timeout: float) -> JudgeFn:
     async def ask(prompt: str) -> JudgeReply:
         output = (await judge.call(AgentRequest(prompt, context, timeout), timeout)).output
         model = output.model or getattr(judge.agent.settings, "model", None)
-        return JudgeReply(output.text, model or f"{judge.agent.provider}:{judge.agent.name}")
+        name = model or f"{judge.agent.provider}:{judge.agent.name}"
+        return JudgeReply(output.text, name, output.usage)
 
     return ask
 
@@ -197,6 +206,8 @@ async def run_case(
     secrets: list[str],
     skip_reason: str,
     judge_blocks: bool = False,
+    pricing: Mapping[str, Price] | None = None,
+    judge_model: str | None = None,
 ) -> CaseOutcome:
     """Call, grade and gate one canary (``judge_blocks``: the judge policy's verdict)."""
     spec = canary.loaded.spec
@@ -247,6 +258,7 @@ async def run_case(
             composite = round(decision.composite, 6)
             advisory = advisory or decision.advisory
     text = output.text if output is not None else None
+    usage = _usage(canary, output, grades, pricing or {}, judge_model)
     result = CaseResult(
         id=spec.id,
         phase=spec.phase,
@@ -268,6 +280,8 @@ async def run_case(
         error_kind=error_kind,
         attempts=attempts if attempts > 1 else None,
         call_failures=call_failures,
+        tool_calls=output.tool_calls if output is not None else [],
+        usage=usage,
         spec_path=str(canary.loaded.path),
     )
     extras = CaseExtras(
@@ -288,17 +302,34 @@ async def run_case(
         ],  # fmt: skip
         blocking=blocking,
     )
-    return CaseOutcome(_redacted(result, secrets), extras)
+    return CaseOutcome(redact_model(result, secrets), extras)
 
 
-def _redacted(result: CaseResult, secrets: list[str]) -> CaseResult:
-    """Scrub every secret from every string of ``result`` (output, errors, judge reasons …)."""
-    if not secrets:
-        return result
-    text = result.model_dump_json()
-    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
-    clean = redact(text, [*secrets, *escaped])
-    return result if clean == text else CaseResult.model_validate_json(clean)
+def _usage(
+    canary: PlannedCanary,
+    output: AgentOutput | None,
+    grades: Mapping[str, Grade],
+    pricing: Mapping[str, Price],
+    judge_model: str | None = None,
+) -> dict[str, Usage]:
+    """Tokens and cost of the agent's call and of the judge's calls for this case."""
+    out: dict[str, Usage] = {}
+    if output is not None:
+        configured = getattr(canary.agent.settings, "model", None)
+        agent = priced(output.usage, output.model or configured, pricing, configured=configured)
+        if agent is not None:
+            out["agent"] = agent
+    judged = [g for g in grades.values() if isinstance(g, JudgeGrade) and g.usage]
+    if judged:
+        judge = priced(
+            sum_usage(g.usage for g in judged),
+            judged[0].judge_model,
+            pricing,
+            configured=judge_model,
+        )
+        if judge is not None:
+            out["judge"] = judge
+    return out
 
 
 @dataclass(frozen=True)
