@@ -83,6 +83,9 @@ class CallPolicy(BaseModel):
     """Calls in flight at once to this agent, across every case (and the judge)."""
     requests_per_minute: float | None = Field(None, gt=0)
     """Calls started per minute to this agent, across every case (and the judge)."""
+    tokens_per_minute: float | None = Field(None, gt=0)
+    """Tokens (prompt + completion, as reported) per minute; a call waits while the last
+    minute's calls used more."""
 
 
 POLICY_KEYS = frozenset(CallPolicy.model_fields)

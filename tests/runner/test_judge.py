@@ -302,13 +302,15 @@ def test_no_secret_reaches_a_file_or_the_terminal(
     out = project.root / "out"
     reports = ["--report", f"junit:{out}/junit.xml", "--report", f"html:{out}/run.html",
                "--report", f"markdown:{out}/summary.md", "--report", f"json:{out}/run.json"]  # fmt: skip
-    table = project.run_cli("canary", "run", "--display", "plain", "--cache", *reports)
+    cassette = ["--record", f"{out}/run.cassette.jsonl"]
+    table = project.run_cli("canary", "run", "--display", "plain", "--cache", *reports, *cassette)
     as_json = project.run_cli(
         "canary", "run", "--format", "json", "--display", "jsonl", "--cache-explain"
     )
     again = project.run_cli("report", "latest", "--format", "html", "--out", f"{out}/again.html")
     assert again.returncode == 0, again.stderr
     assert (project.root / "out" / "junit.xml").is_file()
+    assert (project.root / "out" / "run.cassette.jsonl").is_file()
     assert (project.root / ".coalmine" / "coalmine.db").is_file()
 
     assert openai_server.requests, "the judge was never called"

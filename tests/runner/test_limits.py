@@ -98,3 +98,24 @@ def test_requests_per_minute_paces_the_starts(
     # client is built on the first call), so it may arrive with the second; the rest are paced.
     assert min(gaps[1:]) >= 0.08, gaps
     assert times[-1] - times[0] >= 0.4 - 0.02, gaps
+
+
+def test_tokens_per_minute_waits_for_the_window_to_free_up() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(round(seconds, 6))
+
+    async def scenario() -> None:
+        gate = RateGate(None, tokens_per_minute=1000, clock=lambda: now[0], sleep=fake_sleep)
+        await gate.wait()  # nothing used yet: starts at once
+        gate.used(600)  # at t=0
+        now[0] = 10.0
+        await gate.wait()  # 600 < 1000: starts at once
+        gate.used(500)  # at t=10: the last minute now holds 1100 >= 1000
+        now[0] = 20.0
+        await gate.wait()  # waits until the t=0 call leaves the window: 60 - 20 = 40 s
+
+    anyio.run(scenario)
+    assert slept == [40.0]

@@ -87,7 +87,7 @@ class Caller:
         """A caller with the agent's own limits (``max_concurrency``, ``requests_per_minute``)."""
         policy = agent.policy
         limiter = anyio.CapacityLimiter(policy.max_concurrency) if policy.max_concurrency else None
-        gate = RateGate(policy.requests_per_minute)
+        gate = RateGate(policy.requests_per_minute, tokens_per_minute=policy.tokens_per_minute)
         return cls(provider, agent, cache, secrets, retries, gate, limiter, recorder=recorder)
 
     async def call(self, request: AgentRequest, timeout: float) -> CallOutcome:
@@ -150,7 +150,12 @@ class Caller:
     async def _timed(self, request: AgentRequest, timeout: float) -> AgentOutput:
         try:
             with anyio.fail_after(timeout):
-                return await self.provider.call(request)
+                output = await self.provider.call(request)
+            usage = output.usage or {}
+            self.gate.used(usage.get("total_tokens") or sum(
+                usage.get(k, 0) for k in ("prompt_tokens", "completion_tokens")
+            ))  # fmt: skip
+            return output
         except TimeoutError:
             raise AgentTimeout(
                 agent=self.agent.name, provider=self.agent.provider, timeout=timeout

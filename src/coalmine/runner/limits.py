@@ -9,34 +9,61 @@ from __future__ import annotations
 
 import random
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 import anyio
 
 
 class RateGate:
-    """Start times for one agent's calls."""
+    """Start times for one agent's calls: requests and tokens per minute, and 429 pauses.
+
+    Tokens are only known after a call, so the token budget looks back: a call starts when
+    the tokens the agent used in the last minute are under ``tokens_per_minute``.
+    """
 
     def __init__(
         self,
         per_minute: float | None,
         *,
+        tokens_per_minute: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ):
         self.interval = 60.0 / per_minute if per_minute else 0.0
+        self.tokens_per_minute = tokens_per_minute
         self.clock = clock
         self.sleep = sleep
         self.next_start = 0.0
         self.paused_until = 0.0
+        self.spent: deque[tuple[float, int]] = deque()
 
     async def wait(self) -> None:
         """Wait for this call's turn (the slot is reserved before sleeping, so callers queue)."""
         now = self.clock()
-        start = max(now, self.next_start, self.paused_until)
+        start = max(now, self.next_start, self.paused_until, self._tokens_free_at(now))
         self.next_start = start + self.interval
         if start > now:
             await self.sleep(start - now)
+
+    def used(self, tokens: int) -> None:
+        """Count the tokens a finished call used against the per-minute budget."""
+        if self.tokens_per_minute and tokens > 0:
+            self.spent.append((self.clock(), tokens))
+
+    def _tokens_free_at(self, now: float) -> float:
+        """When the tokens of the last minute fall under the budget again."""
+        if not self.tokens_per_minute:
+            return now
+        while self.spent and self.spent[0][0] <= now - 60.0:
+            self.spent.popleft()
+        total = sum(t for _, t in self.spent)
+        for at, tokens in self.spent:
+            if total < self.tokens_per_minute:
+                break
+            total -= tokens
+            now = at + 60.0  # this call leaves the window then
+        return now
 
     def pause(self, seconds: float) -> None:
         """Hold every later call for ``seconds`` (a 429 arrived)."""
