@@ -148,6 +148,8 @@ class RunTotals(BaseModel):
     """Failed agent calls by kind (``timeout``, ``rate_limited`` …), retried ones included."""
     tokens: dict[str, dict[str, int]] = Field(default={}, exclude_if=lambda v: not v)
     """Tokens by role (``agent``, ``judge``): prompt, completion, cached."""
+    by_agent: dict[str, dict[str, float]] = Field(default={}, exclude_if=lambda v: not v)
+    """Tokens and cost by agent name (the judge as ``judge``)."""
     cost: float | None = _extra("Summed over the priced calls.")
     unpriced_models: list[str] = Field(default=[], exclude_if=lambda v: not v)
     """Models that used tokens but have no ``pricing:`` entry (their cost is unknown)."""
@@ -223,6 +225,7 @@ def _spend(results: list[CaseResult]) -> dict[str, Any]:
         {u.model or "?" for r in results for u in r.usage.values()
          if u.cost is None and (u.prompt_tokens or u.completion_tokens)}
     )  # fmt: skip
+    by_agent: dict[str, dict[str, float]] = {}
     for r in results:
         for role, u in r.usage.items():
             counts = tokens.setdefault(role, Counter())
@@ -231,7 +234,13 @@ def _spend(results: list[CaseResult]) -> dict[str, Any]:
                 completion_tokens=u.completion_tokens,
                 cached_tokens=u.cached_tokens,
             )
+            mine = by_agent.setdefault(r.agent if role == "agent" else role, {})
+            mine["prompt_tokens"] = mine.get("prompt_tokens", 0) + u.prompt_tokens
+            mine["completion_tokens"] = mine.get("completion_tokens", 0) + u.completion_tokens
+            if u.cost is not None:
+                mine["cost"] = mine.get("cost", 0.0) + u.cost
     return {
+        "by_agent": {name: {k: round(v, 8) for k, v in c.items()} for name, c in by_agent.items()},
         "tokens": {role: dict(c) for role, c in tokens.items()},
         "cost": round(sum(costs), 6) if costs else None,
         "unpriced_models": unpriced,

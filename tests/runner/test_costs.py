@@ -69,6 +69,10 @@ def test_a_run_sums_tokens_by_role_and_prices_what_it_can(
     # per case: 1000·2 + 100·8 = 2800 per million = 0.0028; four cases = 0.0112
     assert summary["cost"] == 0.0112
     assert summary["unpriced_models"] == ["judge-model-2026-01-01"]  # said once, for the run
+    assert summary["by_agent"]["QA Coordinator"] == {
+        "prompt_tokens": 4000, "completion_tokens": 400, "cost": 0.0112
+    }  # fmt: skip
+    assert "cost" not in summary["by_agent"]["judge"]  # no price, no cost
     table = project.run_cli("canary", "run", "--display", "none")
     assert table.stdout.count("No price for judge-model-2026-01-01") == 1
     assert "Cost: 0.0112" in table.stdout
