@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.helpers.loopback import LoopbackServer
 
 MESSAGES_PATH = "/v1/messages"
 
@@ -95,98 +94,43 @@ class Received:
     headers: dict[str, str]
     """Header names in lower case."""
     body: Any
+    request_id: str = ""
 
 
-class FakeAnthropic:
+class FakeAnthropic(LoopbackServer[Reply, Received]):
     """The server; use it as a context manager (the ``anthropic_server`` fixture does)."""
 
     def __init__(self) -> None:
-        self.replies: deque[Reply] = deque()
-        self.requests: list[Received] = []
-        self.default: Callable[[Received], Reply] = lambda r: Reply(text="default reply")
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._lock = threading.Lock()
-        self._closing = threading.Event()
+        super().__init__(default=lambda r: Reply(text="default reply"))
         self._ids = itertools.count(1)
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-                pass
+    def read(self, handler: BaseHTTPRequestHandler, raw: bytes) -> Received:
+        """Record the path, lower-cased headers and the JSON body (text when it is not JSON)."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        request_id = f"req_fake_{next(self._ids)}"
+        return Received(handler.command, handler.path, headers, body, request_id)
 
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
-                with server._lock:
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    self._answer()
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
+    def refuse(self, received: Received) -> Reply | None:
+        """What the real API answers to a request it would refuse (a wrong path, no version …)."""
+        return _rejection(received)
 
-            def _answer(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = raw.decode("utf-8", "replace")
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                received = Received("POST", self.path, headers, body)
-                with server._lock:
-                    server.requests.append(received)
-                    request_id = f"req_fake_{next(server._ids)}"
-                    reply = _rejection(received)
-                    if reply is None and server.replies:
-                        reply = server.replies.popleft()
-                if reply is None:
-                    reply = server.default(received)
-                if reply.delay and server._closing.wait(reply.delay):
-                    return
-                data = reply.payload()
-                headers = {"content-type": "application/json", "request-id": request_id}
-                headers.update({k.lower(): v for k, v in reply.headers.items()})
-                try:
-                    self.send_response(reply.status)
-                    for name, value in headers.items():
-                        self.send_header(name, value)
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
-                    if not reply.trickle:
-                        self.wfile.write(data)
-                    for i in range(len(data) if reply.trickle else 0):
-                        self.wfile.write(data[i : i + 1])
-                        self.wfile.flush()
-                        if server._closing.wait(reply.trickle):
-                            return
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a timeout test)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+    def extra_headers(self, received: Received) -> dict[str, str]:
+        """Every answer carries a request id, as the real API's do."""
+        return {"request-id": received.request_id}
 
     @property
     def base_url(self) -> str:
         """The provider's ``base_url`` (requests go to ``{base_url}/v1/messages``)."""
-        return f"http://127.0.0.1:{self._server.server_port}"
+        return self.root
 
     def enqueue(self, *replies: Reply | str) -> None:
         """Queue replies, answered in order; a string is a message with that text."""
         for reply in replies:
             self.replies.append(Reply(text=reply) if isinstance(reply, str) else reply)
-
-    def __enter__(self) -> FakeAnthropic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._closing.set()  # wakes delayed and trickling replies, so shutdown does not wait
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
 
 def _rejection(received: Received) -> Reply | None:

@@ -8,13 +8,12 @@ back every request the server received, headers and JSON body included. A reply 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.helpers.loopback import LoopbackServer
 
 
 def tool_call(
@@ -84,77 +83,27 @@ class Received:
     """time.monotonic() when the request arrived."""
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer[Reply, Received]):
     """The server; use it as a context manager (the ``openai_server`` fixture does)."""
 
     def __init__(self) -> None:
-        self.replies: deque[Reply] = deque()
-        self.requests: list[Received] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        """The most requests the server was handling at once (to check concurrency limits)."""
-        self.default: Callable[[Received], Reply] = lambda r: Reply(text="default reply")
-        self._lock = threading.Lock()
-        server = self
+        super().__init__(default=lambda r: Reply(text="default reply"))
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
-                length = int(self.headers.get("Content-Length", "0"))
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = raw.decode("utf-8", "replace")
-                received = Received(
-                    "POST", self.path, dict(self.headers.items()), body, time.monotonic()
-                )
-                with server._lock:
-                    server.requests.append(received)
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    reply = server.replies.popleft() if server.replies else None
-                if reply is None:
-                    reply = server.default(received)
-                try:
-                    if reply.delay:
-                        time.sleep(reply.delay)
-                    data = reply.payload()
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a timeout test)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+    def read(self, handler: BaseHTTPRequestHandler, raw: bytes) -> Received:
+        """Record method, path, headers and the JSON body (text when it is not JSON)."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        headers = dict(handler.headers.items())
+        return Received(handler.command, handler.path, headers, body, time.monotonic())
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}/v1"
+        """The provider's ``base_url``."""
+        return f"{self.root}/v1"
 
     def enqueue(self, *replies: Reply | str) -> None:
         """Queue replies, answered in order; a string is a completion with that text."""
         for reply in replies:
             self.replies.append(Reply(text=reply) if isinstance(reply, str) else reply)
-
-    def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
