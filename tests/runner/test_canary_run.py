@@ -59,7 +59,8 @@ def test_pinned_run_writes_the_seed_shape_and_the_report(project: Project) -> No
     )
     project.canary("qa-001-login")
     plan = plan_canaries(project.root)
-    # Every monotonic read advances 0.25 s: a canary reads it twice (start, end).
+    # Every monotonic read advances 0.25 s. A canary reads it at its start and end, and an
+    # answered one once more in between (the agent's latency, for the latency grader).
     clock = FixedClock(at=AT, step=0.25)
     outcome = anyio.run(lambda: run_canaries(plan, clock=clock))
 
@@ -73,11 +74,12 @@ def test_pinned_run_writes_the_seed_shape_and_the_report(project: Project) -> No
         "call_failures": {"crash": 1},
     }  # fmt: skip  # mean of 1.0 and 0.0
     req, qa_result = data["results"]
-    assert req["composite_score"] == 1.0 and req["duration_seconds"] == 0.25
+    assert req["composite_score"] == 1.0 and req["duration_seconds"] == 0.5  # 2 steps
     assert req["grader_scores"]["keyword"]["weight"] == 3
     assert qa_result["composite_score"] == 0.0 and qa_result["grader_scores"] == {}
     assert qa_result["reason"] == "agent_error"
-    assert data["duration_seconds"] == 1.25  # run start + 2 reads per canary = 5 steps of 0.25
+    # reads: run start, 3 (answered canary), 2 (failed canary), run end: 6 steps of 0.25
+    assert data["duration_seconds"] == 1.5
 
     report = render_markdown(
         outcome.run,

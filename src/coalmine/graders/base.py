@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from coalmine._util.registry import Registry
 from coalmine.errors import PluginError
-from coalmine.results import Grade
+from coalmine.results import Grade, ToolCall
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,12 @@ class GradeContext:
     prompt: str
     """The task prompt the agent received."""
     judge: JudgeFn | None = None
+    latency_seconds: float | None = None
+    """How long the agent took to answer (``None`` for a cached answer)."""
+    cost: float | None = None
+    """What the agent's call cost, when its model has a price."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The agent's tool calls, in order."""
 
 
 GradeFn = Callable[[Any, str, GradeContext], Awaitable[Grade]]
@@ -79,15 +85,41 @@ G = TypeVar("G", bound=GradeFn)
 
 
 def grader(
-    name: str, *, config: type[BaseModel], threshold: float, needs_judge: bool = False
+    name: str,
+    *,
+    config: type[BaseModel],
+    threshold: float,
+    needs_judge: bool = False,
+    negatable: bool = False,
 ) -> Callable[[G], G]:
-    """Register an async grading function under ``name``."""
+    """Register an async grading function under ``name``.
+
+    With ``negatable`` a ``not-<name>`` grader is registered too, as promptfoo's ``not-``
+    prefix works: it passes when the grader fails, and its score is ``1 - score``.
+    """
 
     def decorate(function: G) -> G:
         registry.register(name, GraderType(name, config, function, threshold, needs_judge))
+        if negatable:
+            registry.register(
+                f"not-{name}",
+                GraderType(f"not-{name}", config, _negated(function), threshold, needs_judge),
+            )
         return function
 
     return decorate
+
+
+def _negated(function: GradeFn) -> GradeFn:
+    async def negated(config: Any, output: str, ctx: GradeContext) -> Grade:
+        grade = await function(config, output, ctx)
+        if grade.score is None:
+            return grade
+        inverted = 1.0 - grade.score
+        return grade.model_copy(update={"score": inverted, "passed": not grade.passed})
+
+    negated.__name__ = f"not_{getattr(function, '__name__', 'grader')}"
+    return negated
 
 
 def grader_configs() -> dict[str, type[BaseModel]]:

@@ -247,7 +247,15 @@ async def run_case(
             error += f"\n(after {exc.attempt} attempts)"
         failures = ["the agent failed; no grader ran"]
     if output is not None:
-        ctx = GradeContext(case_id=spec.id, prompt=spec.prompt, judge=judge)
+        agent_usage = _usage(canary, output, {}, pricing or {}).get("agent")
+        ctx = GradeContext(
+            case_id=spec.id,
+            prompt=spec.prompt,
+            judge=judge,
+            latency_seconds=None if cache_status == "hit" else round(clock.monotonic() - t0, 3),
+            cost=agent_usage.cost if agent_usage is not None else None,
+            tool_calls=tuple(output.tool_calls),
+        )
         graded = await _grade(spec, output.text, ctx, skip_reason, judge_blocks)
         grades, reason, error, calls = graded.grades, graded.reason, graded.error, graded.calls
         blocking = graded.blocking
