@@ -53,7 +53,7 @@ DEFAULT_ROUTING: dict[str, str] = {
 class Defaults(BaseModel):
     """Run defaults that a spec or the command line may override."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     timeout_seconds: float = Field(300.0, gt=0)
     """Agent timeout for a spec that does not set ``timeout_seconds``."""
@@ -69,7 +69,7 @@ class CallPolicy(BaseModel):
     These keys sit beside ``provider:`` in an agent's entry.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     retries: int | None = Field(None, ge=0)
     """Extra attempts after a retryable failure (429, 5xx, timeout, dropped connection).
@@ -94,7 +94,7 @@ POLICY_KEYS = frozenset(CallPolicy.model_fields)
 class Price(BaseModel):
     """What one model costs, in your currency per million tokens (coalmine has no price list)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
@@ -105,7 +105,7 @@ class Price(BaseModel):
 class _ConfigFile(BaseModel):
     """The top level of coalmine.yaml (agents are checked against their provider's model)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     agents: dict[str, dict[str, Any]] = {}
     """Agent name → ``{provider: …, description: …, <provider settings>}``."""

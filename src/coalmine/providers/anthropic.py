@@ -38,7 +38,7 @@ CUT_WARNING = "the answer was cut at max_tokens"
 class AnthropicSettings(PersonaSettings):
     """Settings of an ``anthropic`` agent (or judge)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     base_url: str = DEFAULT_BASE_URL
     """Endpoint root; requests go to ``{base_url}/v1/messages``."""

@@ -49,7 +49,7 @@ Segment = str | int
 class EnvHeader(BaseModel):
     """A header value read from the environment at call time (a secret: never stored)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     env: str = Field(min_length=1)
     """Name of the environment variable holding the value."""
@@ -60,7 +60,7 @@ class EnvHeader(BaseModel):
 class HttpSettings(BaseModel):
     """Settings of an ``http`` agent: a JSON service reached by one request per prompt."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     url: str = Field(min_length=1)
     """Endpoint; ``{{prompt}}``, ``{{case_id}}`` and ``{{agent}}`` here are percent-encoded."""

@@ -35,7 +35,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 class OpenAISettings(PersonaSettings):
     """Settings of an ``openai`` agent (or judge)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     base_url: str = DEFAULT_BASE_URL
     """Endpoint root, e.g. ``http://127.0.0.1:8000/v1`` for vLLM or llama.cpp."""

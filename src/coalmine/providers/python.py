@@ -37,7 +37,7 @@ EXPECTED = "expected str or {'output': …, 'tool_calls': […]}"
 class PythonSettings(BaseModel):
     """Settings of a ``python`` agent."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     target: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
     """``module:function``; the function takes ``(prompt)`` or ``(prompt, context)``."""

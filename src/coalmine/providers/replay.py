@@ -85,7 +85,7 @@ class Cassette:
 class ReplaySettings(BaseModel):
     """Settings of a ``replay`` agent: answers come from a cassette, nothing is called."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     cassette: str
     """The cassette file (relative to the config file)."""
