@@ -73,7 +73,7 @@ def test_bad_lines_are_named_and_the_rest_loads(tmp_path: Path) -> None:
     assert "unknown key 'promt' (did you mean 'prompt'?)" in messages[4]
     assert "either 'prompt' or 'vars'" in messages[5]
     assert messages[6] == "duplicate id 'ok' (first on line 1)"
-    assert "unknown type 'kewyord' (did you mean 'keyword'?)" in messages[7]
+    assert "unknown grader type 'kewyord' (did you mean 'keyword'?)" in messages[7]
     assert messages[8] == "a case must be a JSON object"
     assert str(suite.bad[0]) == f"{path}:2: {messages[2]}"
 

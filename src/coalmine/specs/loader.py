@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from coalmine._source import Document, Problem, SourceError, did_you_mean, load_yaml
 from coalmine._source import validation_problems as _validation_problems
 from coalmine.errors import UsageError
-from coalmine.specs.models import CanarySpec
+from coalmine.specs.models import CanarySpec, GraderSpec
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 
@@ -138,7 +138,9 @@ def load_canary_spec(
     except ValidationError as exc:
         problems += _validation_problems(exc, doc, CanarySpec)
         return InvalidSpec(path, _by_line(problems), spec_id)
-    problems += _check_graders(spec, doc, grader_configs)
+    problems += check_graders(
+        spec.expected.graders, doc, grader_configs, at=("expected", "graders")
+    )
     if problems:
         return InvalidSpec(path, _by_line(problems), spec_id)
     return LoadedSpec(spec, path, doc.first_line, doc)
@@ -158,13 +160,20 @@ def _check_phase(phase: str, doc: Document, phases: Collection[str]) -> list[Pro
     return [Problem(doc.line_of(("phase",)), message)]
 
 
-def _check_graders(
-    spec: CanarySpec, doc: Document, grader_configs: Mapping[str, type[BaseModel]]
+def check_graders(
+    graders: list[GraderSpec],
+    doc: Document,
+    grader_configs: Mapping[str, type[BaseModel]],
+    *,
+    at: tuple[str | int, ...],
 ) -> list[Problem]:
+    """Unknown grader types, invalid grader configs and zero weights, each at its line.
+
+    ``at`` is where the grader list sits in ``doc`` (``("expected", "graders")`` in a canary).
+    """
     problems: list[Problem] = []
-    graders = spec.expected.graders
     for i, grader in enumerate(graders):
-        loc = ("expected", "graders", i)
+        loc = (*at, i)
         model = grader_configs.get(grader.type)
         if model is None:
             known = ", ".join(sorted(grader_configs))
@@ -184,7 +193,7 @@ def _check_graders(
     if graders and sum(g.weight for g in graders) <= 0:
         problems.append(
             Problem(
-                doc.line_of(("expected", "graders")),
+                doc.line_of(at),
                 "grader weights sum to 0; give at least one grader a positive weight",
             )
         )

@@ -17,8 +17,9 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from coalmine._source import Document, Problem, SourceError, did_you_mean, load_yaml
+from coalmine._source import Document, Problem, SourceError, load_yaml
 from coalmine._source import validation_problems as _validation_problems
+from coalmine.specs.loader import check_graders
 from coalmine.specs.models import GraderSpec
 
 SUITES_DIR = Path("harness") / "evals"
@@ -163,9 +164,10 @@ def _load_line(
         found = _validation_problems(exc, doc, EvalCase)
         return BadLine(path, number, "; ".join(p.message for p in found), case_id)
     graders = [*meta.graders, *case.graders]
-    problems = check_graders(graders, grader_configs)
+    doc = Document(path, {"graders": graders}, {}, number)
+    problems = check_graders(graders, doc, grader_configs, at=("graders",))
     if problems:
-        return BadLine(path, number, "; ".join(problems), case.id)
+        return BadLine(path, number, "; ".join(p.message for p in problems), case.id)
     if case.prompt is not None:
         prompt = case.prompt
     elif template is None:
@@ -179,29 +181,6 @@ def _load_line(
     return SuiteCase(case, prompt, graders, threshold, case.agent or meta.agent, number)
 
 
-def check_graders(
-    graders: list[GraderSpec], grader_configs: Mapping[str, type[BaseModel]]
-) -> list[str]:
-    """Problems with graders' types and configs, one message each."""
-    problems = []
-    for i, spec in enumerate(graders):
-        model = grader_configs.get(spec.type)
-        if model is None:
-            known = ", ".join(sorted(grader_configs))
-            problems.append(
-                f"grader {i + 1}: unknown type {spec.type!r}"
-                f"{did_you_mean(spec.type, grader_configs)}; valid types: {known}"
-            )
-            continue
-        try:
-            model.model_validate(spec.config)
-        except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in first["loc"])
-            problems.append(f"grader {i + 1} ({spec.type}): {where}: {first['msg']}".strip())
-    return problems
-
-
 def _load_meta(path: Path, grader_configs: Mapping[str, type[BaseModel]]) -> SuiteMeta:
     if not path.exists():
         return SuiteMeta()
@@ -211,9 +190,9 @@ def _load_meta(path: Path, grader_configs: Mapping[str, type[BaseModel]]) -> Sui
     except ValidationError as exc:
         first: Problem = _validation_problems(exc, doc, SuiteMeta)[0]
         raise SourceError(first.message, path=path, line=first.line) from None
-    problems = check_graders(meta.graders, grader_configs)
+    problems = check_graders(meta.graders, doc, grader_configs, at=("graders",))
     if problems:
-        raise SourceError(problems[0], path=path, line=doc.line_of(("graders",)))
+        raise SourceError(problems[0].message, path=path, line=problems[0].line)
     return meta
 
 
