@@ -77,6 +77,8 @@ registry: Registry[GraderType] = Registry(
         "coalmine.graders.keyword",
         "coalmine.graders.structural",
         "coalmine.graders.llm_judge",
+        "coalmine.graders.structured",
+        "coalmine.graders.text",
     ),
     check=_check,
 )

@@ -24,6 +24,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from coalmine._util.jsonpath import PathNotFound, lookup, parse_path, render_path
 from coalmine.errors import ProviderError
 from coalmine.providers._http import Site, check_response, json_body, send
 from coalmine.providers._tools import decode_arguments, json_kind
@@ -35,15 +36,7 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 # Plain values of such headers are treated as secrets too: config `${VAR}` expansion may put a
 # key there at load time.
 _SENSITIVE = re.compile(r"auth|cookie|token|secret|key|password|signature", re.IGNORECASE)
-_INT = re.compile(r"-?\d+")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_JSONPATH_STEP = re.compile(
-    r"""\.([^.\[\]'"*]+)|\[(-?\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]"""
-)
-_KEYS_SHOWN = 20
 _DEFAULT_BODY: dict[str, JsonValue] = {"prompt": "{{prompt}}"}
-
-Segment = str | int
 
 
 class EnvHeader(BaseModel):
@@ -199,11 +192,13 @@ class HttpProvider:
         calls = self._tool_calls(payload, site, warnings)
         spec = self.settings.response_path
         try:
-            value = _lookup(payload, self._path)
-        except _PathMissing as miss:
+            value = lookup(payload, self._path)
+        except PathNotFound as miss:
             if calls:  # a turn of tool calls only: services often send no text at all
                 return AgentOutput(text="", tool_calls=calls, warnings=warnings)
-            at = _render(self._path[: miss.depth], spec) if miss.depth else "the top level"
+            at = (
+                repr(render_path(self._path[: miss.depth], spec)) if miss.depth else "the top level"
+            )
             message = f"response_path {spec!r} not found in the response: at {at}, {miss.reason}"
             raise site.error(message, kind="bad_output") from None
         if value is None and calls:
@@ -218,8 +213,8 @@ class HttpProvider:
             return []
         spec = self.settings.tool_calls_path
         try:
-            items = _lookup(payload, self._tools_path)
-        except _PathMissing:
+            items = lookup(payload, self._tools_path)
+        except PathNotFound:
             return []  # services commonly leave the key out when no tool was called
         if items is None:
             return []
@@ -251,69 +246,6 @@ def _tool_call(item: Any, where: str, warnings: list[str]) -> ToolCall:
     call_id = item.get("id")
     arguments = decode_arguments(fields.get("arguments"), f"{where} ({name})", warnings)
     return ToolCall(name=name, arguments=arguments, id=str(call_id) if call_id else None)
-
-
-class _PathMissing(Exception):
-    def __init__(self, depth: int, reason: str):
-        self.depth = depth
-        self.reason = reason
-
-
-def parse_path(text: str) -> tuple[Segment, ...]:
-    """Split a dotted or ``$`` JSONPath into keys and indexes; ``ValueError`` if unsupported."""
-    if not text.startswith("$"):
-        parts = text.split(".")
-        if "" in parts:
-            raise ValueError(
-                f"path {text!r} has an empty part; write a.b.0, or $['a.b'] for a key with a dot"
-            )
-        return tuple(int(p) if _INT.fullmatch(p) else p for p in parts)
-    steps: list[Segment] = []
-    pos = 1
-    while pos < len(text):
-        match = _JSONPATH_STEP.match(text, pos)
-        if match is None:
-            raise ValueError(
-                f"unsupported JSONPath {text!r} at character {pos + 1}: use $.key, $[0] or "
-                "$['key'] steps (no wildcards, filters, slices or '..')"
-            )
-        name, index, single, double = match.groups()
-        if index is not None:
-            steps.append(int(index))
-        else:
-            quoted = single if single is not None else double
-            steps.append(name if quoted is None else re.sub(r"\\(.)", r"\1", quoted))
-        pos = match.end()
-    return tuple(steps)
-
-
-def _lookup(data: Any, path: tuple[Segment, ...]) -> Any:
-    value = data
-    for depth, step in enumerate(path):
-        if isinstance(value, dict):
-            if str(step) not in value:
-                shown = ", ".join(repr(k) for k in list(value)[:_KEYS_SHOWN]) or "none"
-                more = " …" if len(value) > _KEYS_SHOWN else ""
-                raise _PathMissing(depth, f"no key {str(step)!r}; keys there: {shown}{more}")
-            value = value[str(step)]
-        elif isinstance(value, list) and isinstance(step, int):
-            if not -len(value) <= step < len(value):
-                raise _PathMissing(depth, f"no index {step}: the list has {len(value)} item(s)")
-            value = value[step]
-        else:
-            raise _PathMissing(depth, f"cannot take {step!r} of {json_kind(value)}")
-    return value
-
-
-def _render(steps: tuple[Segment, ...], spec: str) -> str:
-    """Write ``steps`` in the user's notation, to say where a lookup stopped."""
-    if not spec.startswith("$"):
-        return repr(".".join(str(s) for s in steps))
-    parts = [
-        f"[{s}]" if isinstance(s, int) else f".{s}" if _NAME.fullmatch(s) else f"[{s!r}]"
-        for s in steps
-    ]
-    return repr("$" + "".join(parts))
 
 
 def _as_text(value: Any, where: str) -> tuple[str, str | None]:

@@ -176,7 +176,7 @@ def check_graders(
         loc = (*at, i)
         model = grader_configs.get(grader.type)
         if model is None:
-            known = ", ".join(sorted(grader_configs))
+            known = _grader_names(grader_configs)
             problems.append(
                 Problem(
                     doc.line_of((*loc, "type")),
@@ -198,6 +198,14 @@ def check_graders(
             )
         )
     return problems
+
+
+def _grader_names(grader_configs: Mapping[str, type[BaseModel]]) -> str:
+    """The grader names, with ``not-`` forms folded into one note."""
+    names = sorted(grader_configs)
+    base = [n for n in names if not (n.startswith("not-") and n[4:] in grader_configs)]
+    note = " (and not-<type> for those promptfoo allows)" if len(base) < len(names) else ""
+    return ", ".join(base) + note
 
 
 def select_specs(spec_set: SpecSet, selectors: Iterable[str]) -> SpecSet:

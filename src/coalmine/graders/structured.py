@@ -1,0 +1,410 @@
+"""Structured-output and reference graders, named and meant as promptfoo's assertions.
+
+``is-json``, ``contains-json``, ``json-path``, ``rouge-n``, ``bleu``, ``latency`` and ``cost``,
+each also as ``not-<name>``. Where promptfoo's behaviour is a trap, coalmine differs:
+
+- JSON is parsed strictly, as ``JSON.parse`` does: ``NaN`` and ``Infinity`` are not JSON.
+  Schemas are JSON Schema Draft 2020-12 unless their ``$schema`` names another; ``format`` is
+  not checked; ``$ref`` is resolved inside the schema only, never fetched. An invalid schema
+  is a config error when the suite loads (promptfoo fails each case instead).
+- ``contains-json`` finds arrays as well as objects (promptfoo only looks at ``{``), so
+  ``[{"id": 1}]`` counts; so does a citation like ``[1]``: give a schema (``type: object``)
+  when that matters. Only outermost values are tried; any one fitting the schema passes.
+- ``rouge-n`` is ROUGE-N recall as Lin defined it (repeated n-grams clipped to their count in
+  the reference) on case-sensitive Penn Treebank tokens, as js-rouge tokenises. promptfoo's
+  value drifted with js-rouge: up to 3.0, recall over *distinct* n-grams, so an answer equal
+  to a reference with a repeated word scored below 1 (and ``n`` was ignored); from 3.1, the F1
+  of precision and recall, which is ``measure: f1`` here.
+- ``bleu`` is BLEU-4 as promptfoo now computes it: lower-cased whitespace tokens; the brevity
+  penalty ``exp(1 - r/c)`` against the closest reference length, the shorter on a tie; each
+  reference clipped on its own and the best total taken (not Papineni's per-n-gram maximum);
+  an order the output is too short to have dropped, the weights shared by the others; a zero
+  precision smoothed to 1e-7. Older promptfoo inverted the penalty (``exp(1 - c/r)``, a bonus
+  up to e for a short output, scores above 1): not kept. An empty output scores 0.
+- ``latency`` (``threshold`` in ms) and ``cost`` (in currency units) are skipped, not failed,
+  when the value is unknown: a cached answer, an unpriced model (promptfoo raises).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections import Counter
+from typing import Annotated, Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
+from referencing.exceptions import Unresolvable
+
+from coalmine._util.jsonpath import (
+    PathNotFound,
+    find_json,
+    json_equal,
+    lookup,
+    parse_json,
+    parse_path,
+    render_path,
+)
+from coalmine.errors import GradeError
+from coalmine.graders.base import GradeContext, grader
+from coalmine.results import Grade
+
+ROUGE_THRESHOLD = 0.75
+BLEU_THRESHOLD = 0.5
+BLEU_SMOOTHING = 1e-7
+_SHOWN = 200
+_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+_CONTRACTIONS = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"\b(can)(not)\b", r"\b(d)('ye)\b", r"\b(gim)(me)\b", r"\b(gon)(na)\b",
+        r"\b(got)(ta)\b", r"\b(lem)(me)\b", r"\b(more)('n)\b", r"\b(wan)(na) ",
+        r" ('t)(is)\b", r" ('t)(was)\b",
+    )
+)  # fmt: skip
+# A sentence ends at . ? or ! before a capital or a digit (js-rouge also knows abbreviations).
+_SENTENCE_END = re.compile(r"(?<=[.?!]) (?=[\"'(\[]*[A-Z0-9])")
+Text = Annotated[str, Field(pattern=r"\S")]
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Validator:
+    """The validator of a schema (as canonical JSON); ``ValueError`` for an invalid schema."""
+    schema = json.loads(schema_text)
+    cls = validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        raise ValueError(f"invalid JSON Schema at {exc.json_path}: {exc.message}") from None
+    return cls(schema)
+
+
+def _schema_problem(schema: dict[str, Any] | bool, value: Any, grader_name: str) -> str | None:
+    """Why ``value`` does not fit ``schema`` (the most relevant error), or ``None`` if it does."""
+    try:
+        error = best_match(_validator(json.dumps(schema, sort_keys=True)).iter_errors(value))
+    except Unresolvable as exc:
+        message = f"the schema's $ref cannot be resolved ({exc}); only refs inside it work"
+        raise GradeError(message, grader=grader_name) from None
+    return None if error is None else f"{error.json_path}: {_shorten(error.message)}"
+
+
+class SchemaConfig(BaseModel):
+    """Config of ``is-json`` and ``contains-json``."""
+
+    model_config = _CONFIG
+
+    value: dict[str, JsonValue] | StrictBool | None = None
+    """A JSON Schema the JSON must fit (Draft 2020-12 unless its ``$schema`` says otherwise)."""
+
+    @field_validator("value")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any] | bool | None) -> dict[str, Any] | bool | None:
+        if value is not None:
+            _validator(json.dumps(value, sort_keys=True))
+        return value
+
+
+class JsonGrade(Grade):
+    """Result of ``is-json``, ``contains-json`` and ``json-path``."""
+
+    found: int
+    """How many JSON values were found (at the path, for ``json-path``)."""
+    value: JsonValue = None
+    """The value at the path (``json-path``)."""
+    problem: str | None = None
+    """Why it failed: not JSON, a schema error, a missing path or a different value."""
+
+    def explain(self) -> str:
+        """Say why the output is not the JSON asked for."""
+        return self.problem or ""
+
+
+def _json_grade(problem: str | None, found: int, value: JsonValue = None) -> JsonGrade:
+    ok = problem is None
+    return JsonGrade(score=float(ok), passed=ok, found=found, value=value, problem=problem)
+
+
+@grader("is-json", config=SchemaConfig, threshold=1.0, negatable=True)
+async def is_json(config: SchemaConfig, output: str, ctx: GradeContext) -> Grade:
+    """Pass when the whole output is JSON (and fits the schema, if one is given)."""
+    try:
+        value = parse_json(output)
+    except ValueError as exc:
+        return _json_grade(f"the output is not JSON: {_shorten(str(exc))}", 0)
+    if config.value is None:
+        return _json_grade(None, 1)
+    problem = _schema_problem(config.value, value, "is-json")
+    return _json_grade(problem and f"the JSON does not fit the schema: {problem}", 1)
+
+
+@grader("contains-json", config=SchemaConfig, threshold=1.0, negatable=True)
+async def contains_json(config: SchemaConfig, output: str, ctx: GradeContext) -> Grade:
+    """Pass when a JSON object or array in the output (that fits the schema) is found."""
+    values = find_json(output)
+    if not values:
+        return _json_grade("the output holds no JSON object or array", 0)
+    if config.value is None:
+        return _json_grade(None, len(values))
+    problems = [_schema_problem(config.value, value, "contains-json") for value in values]
+    if None in problems:
+        return _json_grade(None, len(values))
+    if len(values) == 1:
+        return _json_grade(f"the JSON does not fit the schema: {problems[0]}", 1)
+    none = f"none of the {len(values)} JSON values fits the schema; first: {problems[0]}"
+    return _json_grade(none, len(values))
+
+
+class JsonPathConfig(BaseModel):
+    """Config of ``json-path``: give ``path`` and one of ``equals`` or ``matches``."""
+
+    model_config = _CONFIG
+
+    path: str = Field(min_length=1)
+    """Dotted (``result.items.0.id``) or ``$`` JSONPath (``$.result.items[0]['id']``)."""
+    equals: JsonValue = None
+    """The value must equal this as JSON (key order ignored, ``75 == 75.0``, ``"5" != 5``)."""
+    matches: str | None = None
+    """A regex searched in the value: a string as is, anything else as compact JSON."""
+
+    @field_validator("path")
+    @classmethod
+    def _valid_path(cls, value: str) -> str:
+        parse_path(value)
+        return value
+
+    @field_validator("matches")
+    @classmethod
+    def _valid_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {value!r}: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_test(self) -> JsonPathConfig:
+        if ("equals" in self.model_fields_set) == (self.matches is not None):
+            raise ValueError("give exactly one of 'equals' and 'matches'")
+        return self
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@grader("json-path", config=JsonPathConfig, threshold=1.0, negatable=True)
+async def json_path(config: JsonPathConfig, output: str, ctx: GradeContext) -> Grade:
+    """Pass when the value at ``path`` of the output's JSON equals or matches the config's."""
+    spec = config.path
+    try:
+        data = parse_json(output)
+    except ValueError as exc:
+        return _json_grade(f"the output is not JSON: {_shorten(str(exc))}", 0)
+    steps = parse_path(spec)
+    try:
+        value = lookup(data, steps)
+    except PathNotFound as miss:
+        at = repr(render_path(steps[: miss.depth], spec)) if miss.depth else "the top level"
+        return _json_grade(f"path {spec!r} not found: at {at}, {miss.reason}", 0)
+    if config.matches is None:
+        ok, shown = json_equal(value, config.equals), _compact(value)
+        want = f"equal {_shorten(_compact(config.equals))}"
+    else:  # the regex sees a string as it is, any other value as compact JSON
+        shown = value if isinstance(value, str) else _compact(value)
+        ok, want = re.search(config.matches, shown) is not None, f"match /{config.matches}/"
+    problem = None if ok else f"{spec} is {_shorten(shown)}, which does not {want}"
+    return _json_grade(problem, 1, value)
+
+
+# ---------------------------------------------------------------- overlap with a reference
+
+
+def treebank_tokens(text: str) -> list[str]:
+    """Split ``text`` into Penn Treebank tokens, sentence by sentence, as js-rouge does."""
+    sentences = _SENTENCE_END.split(" ".join(text.split()))
+    return [token for sentence in sentences if sentence for token in _sentence_tokens(sentence)]
+
+
+def _sentence_tokens(text: str) -> list[str]:
+    text = re.sub(r'^"', " `` ", text)
+    text = re.sub(r'([ (\[{<])"', r"\1 `` ", text)
+    text = re.sub(r"\.\.+", " ... ", text)
+    text = re.sub(r"[;@#$%&]", r" \g<0> ", text)
+    text = re.sub(r"([^.])(\.)([\])}>\"']*)\s*$", r"\1 \2\3 ", text)
+    text = re.sub(r"[:,](?!\d)|[?!]", r" \g<0> ", text)
+    text = re.sub(r"[\][(){}<>]", r" \g<0> ", text)
+    text = f" {text.replace('--', ' -- ')} ".replace('"', " '' ")
+    text = re.sub(r"([^'])' ", r"\1 ' ", text)
+    text = re.sub(r"'([sSmMdD]) ", r" '\1 ", text)
+    text = re.sub(r"('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", r" \1 ", text)
+    for contraction in _CONTRACTIONS:
+        text = contraction.sub(r" \1 \2 ", text)
+    return text.split()
+
+
+def _ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+
+def rouge_n(candidate: str, reference: str, *, n: int = 1, measure: str = "recall") -> float:
+    """ROUGE-N of ``candidate`` against ``reference``: recall, or ``measure="f1"``."""
+    ref = _ngrams(treebank_tokens(reference), n)
+    cand = _ngrams(treebank_tokens(candidate), n)
+    overlap = sum((cand & ref).values())
+    if not overlap:
+        return 0.0
+    recall = overlap / sum(ref.values())
+    if measure == "recall":
+        return recall
+    precision = overlap / sum(cand.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+class RougeConfig(BaseModel):
+    """Config of ``rouge-n``."""
+
+    model_config = _CONFIG
+
+    value: Text
+    """The reference text."""
+    n: int = Field(1, ge=1)
+    """The n-gram size: 1 for unigrams, 2 for bigrams …"""
+    threshold: float = Field(ROUGE_THRESHOLD, ge=0, le=1)
+    """The score at which it passes."""
+    measure: Literal["recall", "f1"] = "recall"
+    """``recall`` (ROUGE-N as defined) or ``f1`` (promptfoo with js-rouge 3.1 or later)."""
+
+    @model_validator(mode="after")
+    def _long_enough(self) -> RougeConfig:
+        if len(treebank_tokens(self.value)) < self.n:
+            raise ValueError(f"the reference has fewer than n={self.n} tokens")
+        return self
+
+
+class OverlapGrade(Grade):
+    """Result of ``rouge-n`` and ``bleu``."""
+
+    metric: str
+    threshold: float
+
+    def explain(self) -> str:
+        """Compare the score with the threshold."""
+        if self.score is None or self.score >= self.threshold:
+            return ""
+        return f"{self.metric} {self.score:.4f} < {self.threshold:g}"
+
+
+@grader("rouge-n", config=RougeConfig, threshold=ROUGE_THRESHOLD, negatable=True)
+async def rouge(config: RougeConfig, output: str, ctx: GradeContext) -> Grade:
+    """Score the n-gram overlap of the output with the reference."""
+    score = rouge_n(output, config.value, n=config.n, measure=config.measure)
+    metric, passed = f"ROUGE-{config.n} {config.measure}", score >= config.threshold
+    return OverlapGrade(score=score, passed=passed, metric=metric, threshold=config.threshold)
+
+
+def bleu_score(candidate: str, references: list[str]) -> float:
+    """BLEU-4 of ``candidate`` against ``references``, computed as promptfoo does."""
+    words = candidate.lower().split()
+    if not words:
+        return 0.0
+    refs = [ref.lower().split() for ref in references]
+    closest = min((len(ref) for ref in refs), key=lambda length: (abs(length - len(words)), length))
+    logs = []
+    for n in range(1, 5):
+        cand = _ngrams(words, n)
+        total = sum(cand.values())
+        if not total:
+            continue  # an output shorter than n: the other orders share the weight
+        clipped = max(sum((cand & _ngrams(ref, n)).values()) for ref in refs)
+        logs.append(math.log(clipped / total or BLEU_SMOOTHING))
+    penalty = 1.0 if len(words) > closest else math.exp(1 - closest / len(words))
+    return penalty * math.exp(sum(logs) / len(logs))
+
+
+class BleuConfig(BaseModel):
+    """Config of ``bleu``."""
+
+    model_config = _CONFIG
+
+    value: Text | Annotated[list[Text], Field(min_length=1)]
+    """The reference text, or a list of references."""
+    threshold: float = Field(BLEU_THRESHOLD, ge=0, le=1)
+    """The score at which it passes."""
+
+
+@grader("bleu", config=BleuConfig, threshold=BLEU_THRESHOLD, negatable=True)
+async def bleu(config: BleuConfig, output: str, ctx: GradeContext) -> Grade:
+    """Score the output's BLEU-4 against the reference(s)."""
+    references = [config.value] if isinstance(config.value, str) else config.value
+    score = bleu_score(output, references)
+    passed = score >= config.threshold
+    return OverlapGrade(score=score, passed=passed, metric="BLEU", threshold=config.threshold)
+
+
+# ---------------------------------------------------------------- budgets
+
+
+class BudgetConfig(BaseModel):
+    """Config of ``latency`` and ``cost``."""
+
+    model_config = _CONFIG
+
+    threshold: float = Field(ge=0)
+    """The most it may take: milliseconds for ``latency``, currency units for ``cost``."""
+
+
+class BudgetGrade(Grade):
+    """Result of ``latency`` and ``cost``."""
+
+    measured: float | None
+    """Milliseconds or cost; ``None`` when unknown (the grade is skipped)."""
+    threshold: float
+    unit: str
+
+    def explain(self) -> str:
+        """Compare the measured value with the threshold."""
+        if self.measured is None or self.measured <= self.threshold:
+            return ""
+        return f"{self.measured:g}{self.unit} > {self.threshold:g}{self.unit}"
+
+
+def _budget(measured: float | None, limit: float, unit: str, unknown: str) -> BudgetGrade:
+    if measured is None:
+        return BudgetGrade(skipped=True, reason=unknown, measured=None, threshold=limit, unit=unit)
+    ok = measured <= limit
+    return BudgetGrade(score=float(ok), passed=ok, measured=measured, threshold=limit, unit=unit)
+
+
+@grader("latency", config=BudgetConfig, threshold=1.0, negatable=True)
+async def latency(config: BudgetConfig, output: str, ctx: GradeContext) -> Grade:
+    """Pass when the agent answered within ``threshold`` milliseconds."""
+    ms = None if ctx.latency_seconds is None else ctx.latency_seconds * 1000
+    return _budget(ms, config.threshold, " ms", "latency unknown (a cached answer)")
+
+
+@grader("cost", config=BudgetConfig, threshold=1.0, negatable=True)
+async def cost(config: BudgetConfig, output: str, ctx: GradeContext) -> Grade:
+    """Pass when the agent's call cost at most ``threshold``."""
+    return _budget(ctx.cost, config.threshold, "", "cost unknown (the model has no price)")
