@@ -81,3 +81,10 @@ def test_the_connect_your_agents_example_is_a_valid_config(tmp_path: Path) -> No
         "anthropic", "command", "http", "openai", "python", "replay",
     ]  # fmt: skip
     assert config.agents["QA Coordinator"].policy.max_concurrency == 8
+
+
+def test_every_built_in_grader_is_in_the_readme() -> None:
+    missing = [
+        name for name, _ in graders if not name.startswith("not-") and f"`{name}`" not in README
+    ]
+    assert missing == []

@@ -121,6 +121,8 @@ def _negated(function: GradeFn) -> GradeFn:
         return grade.model_copy(update={"score": inverted, "passed": not grade.passed})
 
     negated.__name__ = f"not_{getattr(function, '__name__', 'grader')}"
+    summary = (function.__doc__ or "").strip().splitlines()
+    negated.__doc__ = "The opposite: " + (summary[0] if summary else "the grader fails.")
     return negated
 
 
