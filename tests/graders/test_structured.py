@@ -12,7 +12,7 @@ from pydantic import ValidationError
 import coalmine.graders.structured  # noqa: F401  (registers the graders before builtins list it)
 from coalmine.errors import GradeError
 from coalmine.graders.base import GradeContext, registry
-from coalmine.graders.structured import bleu_score, rouge_n, treebank_tokens
+from coalmine.graders.overlap import bleu_score, rouge_n, treebank_tokens
 from coalmine.results import Grade
 
 NAMES = ["is-json", "contains-json", "json-path", "rouge-n", "bleu", "latency", "cost"]

@@ -77,6 +77,7 @@ registry: Registry[GraderType] = Registry(
         "coalmine.graders.keyword",
         "coalmine.graders.structural",
         "coalmine.graders.llm_judge",
+        "coalmine.graders.overlap",
         "coalmine.graders.structured",
         "coalmine.graders.text",
     ),

@@ -1,7 +1,8 @@
 """Structured-output and reference graders, named and meant as promptfoo's assertions.
 
-``is-json``, ``contains-json``, ``json-path``, ``rouge-n``, ``bleu``, ``latency`` and ``cost``,
-each also as ``not-<name>``. Where promptfoo's behaviour is a trap, coalmine differs:
+``is-json``, ``contains-json``, ``json-path``, ``latency`` and ``cost``, each also as
+``not-<name>`` (``rouge-n`` and ``bleu`` are in ``overlap.py``). Where promptfoo's behaviour
+is a trap, coalmine differs:
 
 - JSON is parsed strictly, as ``JSON.parse`` does: ``NaN`` and ``Infinity`` are not JSON.
   Schemas are JSON Schema Draft 2020-12 unless their ``$schema`` names another; ``format`` is
@@ -10,17 +11,6 @@ each also as ``not-<name>``. Where promptfoo's behaviour is a trap, coalmine dif
 - ``contains-json`` finds arrays as well as objects (promptfoo only looks at ``{``), so
   ``[{"id": 1}]`` counts; so does a citation like ``[1]``: give a schema (``type: object``)
   when that matters. Only outermost values are tried; any one fitting the schema passes.
-- ``rouge-n`` is ROUGE-N recall as Lin defined it (repeated n-grams clipped to their count in
-  the reference) on case-sensitive Penn Treebank tokens, as js-rouge tokenises. promptfoo's
-  value drifted with js-rouge: up to 3.0, recall over *distinct* n-grams, so an answer equal
-  to a reference with a repeated word scored below 1 (and ``n`` was ignored); from 3.1, the F1
-  of precision and recall, which is ``measure: f1`` here.
-- ``bleu`` is BLEU-4 as promptfoo now computes it: lower-cased whitespace tokens; the brevity
-  penalty ``exp(1 - r/c)`` against the closest reference length, the shorter on a tie; each
-  reference clipped on its own and the best total taken (not Papineni's per-n-gram maximum);
-  an order the output is too short to have dropped, the weights shared by the others; a zero
-  precision smoothed to 1e-7. Older promptfoo inverted the penalty (``exp(1 - c/r)``, a bonus
-  up to e for a short output, scores above 1): not kept. An empty output scores 0.
 - ``latency`` (``threshold`` in ms) and ``cost`` (in currency units) are skipped, not failed,
   when the value is unknown: a cached answer, an unpriced model (promptfoo raises).
 """
@@ -29,10 +19,8 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
-from collections import Counter
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
@@ -62,21 +50,8 @@ from coalmine.errors import GradeError
 from coalmine.graders.base import GradeContext, grader
 from coalmine.results import Grade
 
-ROUGE_THRESHOLD = 0.75
-BLEU_THRESHOLD = 0.5
-BLEU_SMOOTHING = 1e-7
 _SHOWN = 200
 _CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-_CONTRACTIONS = tuple(
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        r"\b(can)(not)\b", r"\b(d)('ye)\b", r"\b(gim)(me)\b", r"\b(gon)(na)\b",
-        r"\b(got)(ta)\b", r"\b(lem)(me)\b", r"\b(more)('n)\b", r"\b(wan)(na) ",
-        r" ('t)(is)\b", r" ('t)(was)\b",
-    )
-)  # fmt: skip
-# A sentence ends at . ? or ! before a capital or a digit (js-rouge also knows abbreviations).
-_SENTENCE_END = re.compile(r"(?<=[.?!]) (?=[\"'(\[]*[A-Z0-9])")
 Text = Annotated[str, Field(pattern=r"\S")]
 
 
@@ -236,131 +211,6 @@ async def json_path(config: JsonPathConfig, output: str, ctx: GradeContext) -> G
         ok, want = re.search(config.matches, shown) is not None, f"match /{config.matches}/"
     problem = None if ok else f"{spec} is {_shorten(shown)}, which does not {want}"
     return _json_grade(problem, 1, value)
-
-
-# ---------------------------------------------------------------- overlap with a reference
-
-
-def treebank_tokens(text: str) -> list[str]:
-    """Split ``text`` into Penn Treebank tokens, sentence by sentence, as js-rouge does."""
-    sentences = _SENTENCE_END.split(" ".join(text.split()))
-    return [token for sentence in sentences if sentence for token in _sentence_tokens(sentence)]
-
-
-def _sentence_tokens(text: str) -> list[str]:
-    text = re.sub(r'^"', " `` ", text)
-    text = re.sub(r'([ (\[{<])"', r"\1 `` ", text)
-    text = re.sub(r"\.\.+", " ... ", text)
-    text = re.sub(r"[;@#$%&]", r" \g<0> ", text)
-    text = re.sub(r"([^.])(\.)([\])}>\"']*)\s*$", r"\1 \2\3 ", text)
-    text = re.sub(r"[:,](?!\d)|[?!]", r" \g<0> ", text)
-    text = re.sub(r"[\][(){}<>]", r" \g<0> ", text)
-    text = f" {text.replace('--', ' -- ')} ".replace('"', " '' ")
-    text = re.sub(r"([^'])' ", r"\1 ' ", text)
-    text = re.sub(r"'([sSmMdD]) ", r" '\1 ", text)
-    text = re.sub(r"('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", r" \1 ", text)
-    for contraction in _CONTRACTIONS:
-        text = contraction.sub(r" \1 \2 ", text)
-    return text.split()
-
-
-def _ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
-    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
-
-
-def rouge_n(candidate: str, reference: str, *, n: int = 1, measure: str = "recall") -> float:
-    """ROUGE-N of ``candidate`` against ``reference``: recall, or ``measure="f1"``."""
-    ref = _ngrams(treebank_tokens(reference), n)
-    cand = _ngrams(treebank_tokens(candidate), n)
-    overlap = sum((cand & ref).values())
-    if not overlap:
-        return 0.0
-    recall = overlap / sum(ref.values())
-    if measure == "recall":
-        return recall
-    precision = overlap / sum(cand.values())
-    return 2 * precision * recall / (precision + recall)
-
-
-class RougeConfig(BaseModel):
-    """Config of ``rouge-n``."""
-
-    model_config = _CONFIG
-
-    value: Text
-    """The reference text."""
-    n: int = Field(1, ge=1)
-    """The n-gram size: 1 for unigrams, 2 for bigrams …"""
-    threshold: float = Field(ROUGE_THRESHOLD, ge=0, le=1)
-    """The score at which it passes."""
-    measure: Literal["recall", "f1"] = "recall"
-    """``recall`` (ROUGE-N as defined) or ``f1`` (promptfoo with js-rouge 3.1 or later)."""
-
-    @model_validator(mode="after")
-    def _long_enough(self) -> RougeConfig:
-        if len(treebank_tokens(self.value)) < self.n:
-            raise ValueError(f"the reference has fewer than n={self.n} tokens")
-        return self
-
-
-class OverlapGrade(Grade):
-    """Result of ``rouge-n`` and ``bleu``."""
-
-    metric: str
-    threshold: float
-
-    def explain(self) -> str:
-        """Compare the score with the threshold."""
-        if self.score is None or self.score >= self.threshold:
-            return ""
-        return f"{self.metric} {self.score:.4f} < {self.threshold:g}"
-
-
-@grader("rouge-n", config=RougeConfig, threshold=ROUGE_THRESHOLD, negatable=True)
-async def rouge(config: RougeConfig, output: str, ctx: GradeContext) -> Grade:
-    """Score the n-gram overlap of the output with the reference."""
-    score = rouge_n(output, config.value, n=config.n, measure=config.measure)
-    metric, passed = f"ROUGE-{config.n} {config.measure}", score >= config.threshold
-    return OverlapGrade(score=score, passed=passed, metric=metric, threshold=config.threshold)
-
-
-def bleu_score(candidate: str, references: list[str]) -> float:
-    """BLEU-4 of ``candidate`` against ``references``, computed as promptfoo does."""
-    words = candidate.lower().split()
-    if not words:
-        return 0.0
-    refs = [ref.lower().split() for ref in references]
-    closest = min((len(ref) for ref in refs), key=lambda length: (abs(length - len(words)), length))
-    logs = []
-    for n in range(1, 5):
-        cand = _ngrams(words, n)
-        total = sum(cand.values())
-        if not total:
-            continue  # an output shorter than n: the other orders share the weight
-        clipped = max(sum((cand & _ngrams(ref, n)).values()) for ref in refs)
-        logs.append(math.log(clipped / total or BLEU_SMOOTHING))
-    penalty = 1.0 if len(words) > closest else math.exp(1 - closest / len(words))
-    return penalty * math.exp(sum(logs) / len(logs))
-
-
-class BleuConfig(BaseModel):
-    """Config of ``bleu``."""
-
-    model_config = _CONFIG
-
-    value: Text | Annotated[list[Text], Field(min_length=1)]
-    """The reference text, or a list of references."""
-    threshold: float = Field(BLEU_THRESHOLD, ge=0, le=1)
-    """The score at which it passes."""
-
-
-@grader("bleu", config=BleuConfig, threshold=BLEU_THRESHOLD, negatable=True)
-async def bleu(config: BleuConfig, output: str, ctx: GradeContext) -> Grade:
-    """Score the output's BLEU-4 against the reference(s)."""
-    references = [config.value] if isinstance(config.value, str) else config.value
-    score = bleu_score(output, references)
-    passed = score >= config.threshold
-    return OverlapGrade(score=score, passed=passed, metric="BLEU", threshold=config.threshold)
 
 
 # ---------------------------------------------------------------- budgets
