@@ -210,10 +210,6 @@ class CanaryRun(BaseModel):
     stopped: str | None = _extra("Why an interrupted run stopped early: 'max_cost'.")
     schema_version: int = Field(SCHEMA_VERSION)
 
-    def to_json_dict(self) -> dict[str, Any]:
-        """Return the JSON form: the seed's fields always, our extras when they have a value."""
-        return self.model_dump(mode="json")
-
 
 OUTPUT_LIMIT = 65536
 

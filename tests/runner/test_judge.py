@@ -13,7 +13,9 @@ import anyio
 import pytest
 
 from coalmine.errors import ConfigError
+from coalmine.providers.base import build_provider
 from coalmine.runner.canary import CanaryOutcome, run_canaries
+from coalmine.runner.case import Caller
 from coalmine.runner.plan import plan_canaries
 from coalmine.store.runs import Store
 from tests.helpers.openai_server import FakeOpenAI, Reply
@@ -370,3 +372,25 @@ def test_the_store_keeps_every_judge_reply_even_when_the_judge_fails(
         assert replies == [verdict(2, 1), verdict(1, 0.75)]  # the raw replies, as received
     finally:
         store.close()
+
+
+def test_a_calibrated_judge_blocks_without_a_flag(
+    project: Project, openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    setup(project, judge_config(openai_server))
+    store = Store.open(tmp_path / "store.db")
+    try:
+        plan = plan_canaries(project.root)
+        # the calibration record names the judge by the hash of its identity
+        assert plan.config.judge is not None
+        identity = Caller(build_provider(plan.config.judge), plan.config.judge).identity_key()
+        store.record_calibration(identity, may_block=True, record={"kappa": 0.9})
+        openai_server.enqueue(verdict(2, 1), verdict(2, 1))  # the judge fails: an ERROR
+        outcome = anyio.run(partial(run_canaries, plan, store=store))
+    finally:
+        store.close()
+    [case] = outcome.run.results
+    assert (case.verdict, case.reason, case.advisory) == ("ERROR", "judge_error", None)
+    assert outcome.exit_code == 1  # a calibrated judge's failure blocks
+    assert outcome.run.judge is not None
+    assert (outcome.run.judge.blocking, outcome.run.judge.uncalibrated) == (True, None)

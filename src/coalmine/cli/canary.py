@@ -141,7 +141,7 @@ def run_command(
             info = resumable_run(store, resume)
             resume_id, selectors = info.id, tuple(info.selectors)
             no_judge = no_judge or bool(info.options.get("no_judge"))
-        plan = plan_canaries(root, selectors=selectors)
+        plan = plan_canaries(root, selectors=selectors, config=config)
         try:
             require_judge(plan, disabled=no_judge)
         except ConfigError as exc:

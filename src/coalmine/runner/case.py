@@ -246,8 +246,8 @@ async def run_case(
         if exc.attempt > 1:
             error += f"\n(after {exc.attempt} attempts)"
         failures = ["the agent failed; no grader ran"]
+    agent_usage = _agent_usage(canary, output, pricing or {})
     if output is not None:
-        agent_usage = _usage(canary, output, {}, pricing or {}).get("agent")
         ctx = GradeContext(
             case_id=spec.id,
             prompt=spec.prompt,
@@ -271,7 +271,10 @@ async def run_case(
             composite = round(decision.composite, 6)
             advisory = advisory or decision.advisory
     text = output.text if output is not None else None
-    usage = _usage(canary, output, grades, pricing or {}, judge_model)
+    judge_usage = _judge_usage(grades, pricing or {}, judge_model)
+    usage = {
+        role: u for role, u in (("agent", agent_usage), ("judge", judge_usage)) if u is not None
+    }
     result = CaseResult(
         id=spec.id,
         phase=spec.phase,
@@ -318,31 +321,25 @@ async def run_case(
     return CaseOutcome(redact_model(result, secrets), extras)
 
 
-def _usage(
-    canary: PlannedCanary,
-    output: AgentOutput | None,
-    grades: Mapping[str, Grade],
-    pricing: Mapping[str, Price],
-    judge_model: str | None = None,
-) -> dict[str, Usage]:
-    """Tokens and cost of the agent's call and of the judge's calls for this case."""
-    out: dict[str, Usage] = {}
-    if output is not None:
-        configured = getattr(canary.agent.settings, "model", None)
-        agent = priced(output.usage, output.model or configured, pricing, configured=configured)
-        if agent is not None:
-            out["agent"] = agent
+def _agent_usage(
+    canary: PlannedCanary, output: AgentOutput | None, pricing: Mapping[str, Price]
+) -> Usage | None:
+    """Tokens and cost of the agent's call."""
+    if output is None:
+        return None
+    configured = getattr(canary.agent.settings, "model", None)
+    return priced(output.usage, output.model or configured, pricing, configured=configured)
+
+
+def _judge_usage(
+    grades: Mapping[str, Grade], pricing: Mapping[str, Price], judge_model: str | None
+) -> Usage | None:
+    """Tokens and cost of the judge's calls for this case."""
     judged = [g for g in grades.values() if isinstance(g, JudgeGrade) and g.usage]
-    if judged:
-        judge = priced(
-            sum_usage(g.usage for g in judged),
-            judged[0].judge_model,
-            pricing,
-            configured=judge_model,
-        )
-        if judge is not None:
-            out["judge"] = judge
-    return out
+    if not judged:
+        return None
+    usage = sum_usage(g.usage for g in judged)
+    return priced(usage, judged[0].judge_model, pricing, configured=judge_model)
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,11 @@ def plan_canaries(
     *,
     selectors: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    config: Config | None = None,
 ) -> CanaryPlan:
     """Load config and specs of the project at ``root`` and route every selected spec.
+
+    ``config`` is the project's config when the caller has already loaded it.
 
     Raises:
         ConfigError: the configuration is invalid.
@@ -62,7 +65,8 @@ def plan_canaries(
     root = root.resolve()
     if not root.is_dir():
         raise UsageError(f"project root {str(root)!r} is not a folder")
-    config = load_config(root, providers=provider_settings(), environ=environ)
+    if config is None:
+        config = load_config(root, providers=provider_settings(), environ=environ)
     canaries_dir = root / CANARIES_DIR
     spec_set = load_canary_specs(
         canaries_dir, phases=list(config.routing), grader_configs=grader_configs()
