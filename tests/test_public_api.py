@@ -33,7 +33,7 @@ def test_importing_coalmine_loads_no_plugins() -> None:
     code = (
         "import sys, coalmine\n"
         "loaded = [m for m in ('coalmine.providers.command', 'coalmine.providers.openai',"
-        " 'coalmine.graders.keyword', 'httpx') if m in sys.modules]\n"
+        " 'coalmine.graders.keyword', 'aiohttp') if m in sys.modules]\n"
         "print(','.join(loaded))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -158,9 +158,12 @@ class AgentTimeout(ProviderError):
 class GradeError(CoalmineError):
     """A grader could not produce a grade (for llm-judge: the judge failed)."""
 
-    def __init__(self, message: str, *, grader: str):
+    def __init__(self, message: str, *, grader: str, config: bool = False):
         self.grader = grader
         self.reason = message
+        self.config = config
+        """True when the case or grader config is at fault (a missing input, a bad schema),
+        not the output: the case is an ERROR of kind ``config``, named in the message."""
         self.judge_calls: list[object] = []
         """For a judge failure: each attempt, kept for the run store."""
         self.prompt_sha256: str | None = None

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+from pydantic.alias_generators import to_camel
 
 SCHEMA_VERSION = 1
 
@@ -261,3 +262,116 @@ def format_score(score: float) -> str:
     0.69, never as a failing "0.70", while 0.1+0.2+0.4 (0.69999…) still shows as 0.70.
     """
     return f"{math.floor((score + 1e-9) * 100) / 100:.2f}"
+
+
+# -- eval suites ------------------------------------------------------------------------------
+
+EVAL_RESULT_SCHEMA = "coalmine.eval.result.v1"
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class GraderMean(_Camel):
+    """A grader's mean score over a suite's runs."""
+
+    mean: float | None
+    """The mean over the runs it scored (``None`` when it scored none)."""
+    n: int
+    """Runs it scored."""
+    skipped: int = 0
+    """Runs where it was skipped or undefined (no judge; no relevant documents)."""
+
+
+class EvalTokens(_Camel):
+    """Tokens of a suite run, the agent's and the judge's together."""
+
+    prompt: int = 0
+    completion: int = 0
+
+
+class EvalFailure(_Camel):
+    """A case that failed or errored, and why (the first few of a suite are listed)."""
+
+    id: str
+    status: Literal["fail", "error"]
+    reason: str
+    advisory: bool = False
+    """Only graders that may not block failed it."""
+
+
+class EvalGate(_Camel):
+    """Whether the suite holds, and by which rule."""
+
+    passed: bool
+    rule: str
+    """``every case passes`` or ``score >= <min_score>``, over the graders that may block."""
+    blocking_failures: int
+    """Cases that fail (or error) on graders that may block."""
+
+
+class EvalSuiteResult(_Camel):
+    """``coalmine.eval.result.v1``: one suite of an eval run.
+
+    The fields of seed 001's eval runner contract (``schema`` … ``reportPath``; times are Unix
+    milliseconds), then what coalmine adds. The JSON Schema of this shape ships with the package
+    (``coalmine/schemas/eval-result.v1.json``).
+    """
+
+    schema_: Literal["coalmine.eval.result.v1"] = Field("coalmine.eval.result.v1", alias="schema")
+    suite_id: str
+    run_id: str
+    profile_id: str | None = Field(
+        None, description="The harness profile the run used; null until the project has one."
+    )
+    started_at: int
+    ended_at: int
+    cases: int = Field(description="Cases run: passed + failed + errored.")
+    passed: int
+    failed: int
+    score: float = Field(description="The mean of the case values (see reducer), 0..1.")
+    blocking: bool = Field(description="Whether this suite may fail the run (its YAML's blocking).")
+    judge_prompt_hash: str | None = Field(
+        description="sha256 of the suite's judge graders (type and config); null when none judged."
+    )
+    provider: str = Field(description="provider:model of the agents that answered, comma-joined.")
+    report_path: str = Field(description="This file, relative to the project root.")
+    errored: int = Field(description="Cases no run of which could be graded.")
+    stderr: float | None = Field(description="Standard error of score; null below two cases.")
+    ci95: tuple[float, float] | None = Field(
+        description="95% interval of score: Wilson's for pass rates, normal otherwise."
+    )
+    verdict: Literal["pass", "fail"]
+    gate: EvalGate
+    repeats: int
+    reducer: str
+    graders: dict[str, GraderMean]
+    tokens: EvalTokens
+    cost: float | None = Field(description="From the config's pricing; null when nothing priced.")
+    latency_seconds: float | None = Field(description="Mean agent latency of uncached calls.")
+    bad_lines: int = Field(description="Lines of the suite that could not be used.")
+    bad_line_examples: list[str] = []
+    failures: list[EvalFailure] = []
+    interrupted: bool = False
+    coalmine_version: str | None = None
+
+
+def eval_result_json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``coalmine.eval.result.v1`` (shipped as schemas/eval-result.v1.json).
+
+    Every field is required (an absent value is written as ``null``), so a reader can rely on
+    the shape; ``schema`` is the constant that names it.
+    """
+    schema = EvalSuiteResult.model_json_schema(by_alias=True, mode="serialization")
+    properties = schema["properties"]
+    schema["required"] = list(properties)
+    for definition in schema.get("$defs", {}).values():
+        definition["required"] = list(definition["properties"])
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "coalmine.eval.result.v1",
+        **schema,
+    }

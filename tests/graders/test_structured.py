@@ -243,8 +243,7 @@ def test_not_json_path() -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"path": "a"}, "exactly one of 'equals' and 'matches'"),
-        ({"path": "a", "equals": 1, "matches": "x"}, "exactly one of 'equals' and 'matches'"),
+        ({"path": "a", "equals": 1, "matches": "x"}, "one of 'equals' and 'matches', not both"),
         ({"path": "a", "matches": "(unclosed"}, "invalid regex '\\(unclosed'"),
         ({"path": "$..a", "equals": 1}, "unsupported JSONPath"),
         ({"path": "a..b", "equals": 1}, "empty part"),
@@ -339,7 +338,7 @@ def test_not_rouge_n_inverts_the_score() -> None:
         ({"value": "x", "n": 0}, "greater than or equal to 1"),
         ({"value": "x", "threshold": 1.5}, "less than or equal to 1"),
         ({"value": "x", "measure": "precision"}, "'recall' or 'f1'"),
-        ({}, "Field required"),
+        ({"value": None}, "leave 'value' out to use the case's 'expected'"),
     ],
 )
 def test_rouge_config_errors(config: dict[str, Any], message: str) -> None:

@@ -50,7 +50,7 @@ def test_cases_load_with_the_suites_defaults(tmp_path: Path) -> None:
 
 
 def test_bad_lines_are_named_and_the_rest_loads(tmp_path: Path) -> None:
-    meta = "prompt_template: 'Hello {{ name }}'\n"
+    meta = "prompt_template: 'Hello {{ name }}'\ngraders: [{type: is-json}]\n"
     path = write_suite(
         tmp_path,
         [

@@ -7,14 +7,35 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from types import TracebackType
 from typing import Literal, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from coalmine.results import format_score
-from coalmine.runner.events import CaseEnd, CaseStart, Hooks, RunEnd, RunStart
+from coalmine.runner.events import (
+    CaseEnd,
+    CaseStart,
+    EvalEnd,
+    EvalProgress,
+    EvalStart,
+    Hooks,
+    RunEnd,
+    RunStart,
+)
 
 DisplayType = Literal["auto", "rich", "plain", "jsonl", "none"]
 
@@ -46,11 +67,23 @@ def _line(event: CaseEnd) -> str:
     )
 
 
+def _eval_line(event: EvalProgress, elapsed: float) -> str:
+    rate = event.done / elapsed if elapsed > 0 else 0.0
+    left = (event.total - event.done) / rate if rate > 0 else 0.0
+    return (
+        f"[{event.done}/{event.total}] {event.passed} passed, {event.failed} failed, "
+        f"{event.errored} errored · {rate:.1f}/s · ETA {left:.0f}s"
+    )
+
+
 class PlainDisplay(Display):
-    """One line per finished canary, for logs and CI."""
+    """One line per finished canary (for evals: one every 10%), for logs and CI."""
 
     def __init__(self, stream: TextIO | None = None):
         self.stream = stream or sys.stderr
+        self._eval_t0 = time.monotonic()
+        self._eval_next = 0.0
+        self._eval_printed_last = False
 
     async def on_run_start(self, event: RunStart) -> None:
         """Say what will run."""
@@ -60,6 +93,37 @@ class PlainDisplay(Display):
     async def on_case_end(self, event: CaseEnd) -> None:
         """Print the canary's verdict."""
         print(_line(event), file=self.stream, flush=True)
+
+    async def on_eval_start(self, event: EvalStart) -> None:
+        """Say what will run."""
+        self._eval_t0 = time.monotonic()
+        self._eval_next = 0.0
+        self._eval_printed_last = False
+        resumed = f", {event.resumed} done before" if event.resumed else ""
+        print(
+            f"coalmine: running {event.total} case runs of {len(event.suites)} suite(s) "
+            f"at concurrency {event.concurrency}{resumed} (judge: {event.judge or 'none'})",
+            file=self.stream,
+            flush=True,
+        )
+
+    async def on_eval_progress(self, event: EvalProgress) -> None:
+        """A line every 10% (and at the end): counts, rate and ETA."""
+        share = event.done / event.total if event.total else 1.0
+        last = event.done >= event.total
+        if (share < self._eval_next and not last) or (last and self._eval_printed_last):
+            return
+        self._eval_next = (int(share * 10) + 1) / 10
+        self._eval_printed_last = last
+        print(_eval_line(event, time.monotonic() - self._eval_t0), file=self.stream, flush=True)
+
+
+class _RateColumn(ProgressColumn):
+    """Cases a second (rich's speed column speaks of bytes)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.0f}/s" if speed else "")
 
 
 class RichDisplay(Display):
@@ -72,6 +136,9 @@ class RichDisplay(Display):
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            TaskProgressColumn(),
+            _RateColumn(),
+            TimeRemainingColumn(),
             console=self.console,
             transient=True,
         )
@@ -101,6 +168,20 @@ class RichDisplay(Display):
         """Print the verdict above the bar and advance it."""
         self.progress.console.print(_line(event), markup=False, highlight=False)
         self.progress.advance(self.task)
+
+    async def on_eval_start(self, event: EvalStart) -> None:
+        """Size the bar for the case runs."""
+        self.progress.update(
+            self.task, total=event.total, completed=event.resumed, description="evals"
+        )
+
+    async def on_eval_progress(self, event: EvalProgress) -> None:
+        """Move the bar; show pass/fail so far (rate and ETA are columns)."""
+        self.progress.update(
+            self.task,
+            completed=event.done,
+            description=f"✓ {event.passed} ✗ {event.failed} ⚠ {event.errored}",
+        )
 
 
 class JsonlDisplay(Display):
@@ -144,6 +225,31 @@ class JsonlDisplay(Display):
                 "interrupted": event.run.interrupted,
             }
         )
+
+    async def on_eval_start(self, event: EvalStart) -> None:
+        """Emit ``eval_start``."""
+        self._emit(
+            {"event": "eval_start", "total": event.total, "resumed": event.resumed,
+             "suites": list(event.suites), "bad_lines": event.bad_lines}
+        )  # fmt: skip
+
+    async def on_eval_progress(self, event: EvalProgress) -> None:
+        """Emit ``eval_progress`` with the counts."""
+        self._emit(
+            {"event": "eval_progress", "done": event.done, "total": event.total,
+             "passed": event.passed, "failed": event.failed, "errored": event.errored}
+        )  # fmt: skip
+
+    async def on_eval_end(self, event: EvalEnd) -> None:
+        """Emit ``eval_end`` with each suite's verdict and result file."""
+        suites = [
+            {"suite": r.suite_id, "verdict": r.verdict, "score": r.score, "path": str(p)}
+            for r, p in zip(event.suites, event.paths, strict=True)
+        ]
+        self._emit(
+            {"event": "eval_end", "run_id": event.run_id, "suites": suites,
+             "interrupted": event.interrupted}
+        )  # fmt: skip
 
 
 def make_display(kind: DisplayType) -> Display:

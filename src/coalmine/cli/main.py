@@ -13,6 +13,7 @@ import click
 
 from coalmine.cli.canary import canary
 from coalmine.cli.compare import compare_command, report_command
+from coalmine.cli.evals import eval_group
 from coalmine.cli.graders import graders_group
 from coalmine.cli.runs import runs
 from coalmine.errors import CoalmineError
@@ -36,6 +37,7 @@ def cli() -> None:
 
 
 cli.add_command(canary)
+cli.add_command(eval_group)
 cli.add_command(runs)
 cli.add_command(compare_command)
 cli.add_command(report_command)

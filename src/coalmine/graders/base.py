@@ -8,8 +8,8 @@ wires to the configured judge. ``needs_judge`` graders are skipped when there is
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -47,6 +47,10 @@ class GradeContext:
     """What the agent's call cost, when its model has a price."""
     tool_calls: tuple[ToolCall, ...] = ()
     """The agent's tool calls, in order."""
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    """The case's grader inputs (an eval suite line's ``expected``, ``relevant``,
+    ``expected_tool_calls``, ``forbidden_tools``, ``context``, ``metadata``, ``vars``); only
+    the keys the case gave are present. Empty for a canary."""
 
 
 GradeFn = Callable[[Any, str, GradeContext], Awaitable[Grade]]
@@ -80,6 +84,9 @@ registry: Registry[GraderType] = Registry(
         "coalmine.graders.overlap",
         "coalmine.graders.structured",
         "coalmine.graders.text",
+        "coalmine.graders.retrieval",
+        "coalmine.graders.tools",
+        "coalmine.graders.rubric",
     ),
     check=_check,
 )
@@ -130,3 +137,36 @@ def _negated(function: GradeFn) -> GradeFn:
 def grader_configs() -> dict[str, type[BaseModel]]:
     """Return grader name → config model, for validating specs."""
     return {name: item.config for name, item in registry}
+
+
+_C = TypeVar("_C", bound=BaseModel)
+
+
+def value_or_expected(config: _C, ctx: GradeContext, grader_name: str, field: str = "value") -> _C:
+    """Return ``config`` with ``field`` set: from the case's ``expected`` if the config lacks it.
+
+    An eval suite case's ``expected`` is its reference answer, so a grader that compares the
+    output with a value falls back to it. It is checked by the config's own rules (the model is
+    built again with it), so it may take any form the config's field accepts.
+
+    Raises:
+        GradeError: (a config error) neither the config nor the case gives a value, or the
+            case's ``expected`` is not valid for the field.
+    """
+    from pydantic import ValidationError
+
+    from coalmine.errors import GradeError
+
+    if field in config.model_fields_set:
+        return config
+    if "expected" not in ctx.inputs:
+        article = "an" if field[:1] in "aeiou" else "a"
+        message = f"no value: give the grader {article} {field!r} or the case an 'expected'"
+        raise GradeError(message, grader=grader_name, config=True)
+    data = {**config.model_dump(exclude_unset=True), field: ctx.inputs["expected"]}
+    try:
+        return type(config).model_validate(data)
+    except ValidationError as exc:
+        reasons = dict.fromkeys(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        message = f"the case's 'expected' is not a valid value for {grader_name}: "
+        raise GradeError(message + "; ".join(reasons), grader=grader_name, config=True) from None

@@ -13,6 +13,10 @@ Each is also ``not-<name>``. Where promptfoo's behaviour is a trap, coalmine dif
   an order the output is too short to have dropped, the weights shared by the others; a zero
   precision smoothed to 1e-7. Older promptfoo inverted the penalty (``exp(1 - c/r)``, a bonus
   up to e for a short output, scores above 1): not kept. An empty output scores 0.
+
+In an eval suite, either grader left without a ``value`` takes the case's ``expected`` as its
+reference, checked by the same rules when the case is graded (a bad or missing one is a config
+error of that case).
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from coalmine.graders.base import GradeContext, grader
+from coalmine.graders.base import GradeContext, grader, value_or_expected
 from coalmine.results import Grade
 
 ROUGE_THRESHOLD = 0.75
@@ -42,6 +46,17 @@ _CONTRACTIONS = tuple(
 # A sentence ends at . ? or ! before a capital or a digit (js-rouge also knows abbreviations).
 _SENTENCE_END = re.compile(r"(?<=[.?!]) (?=[\"'(\[]*[A-Z0-9])")
 Text = Annotated[str, Field(pattern=r"\S")]
+T = TypeVar("T")
+
+
+def _not_null(value: T | None) -> T:
+    if value is None:
+        raise ValueError("null is not a value; leave 'value' out to use the case's 'expected'")
+    return value
+
+
+NotNull = AfterValidator(_not_null)
+"""Rejects an explicit ``null``; a ``value`` left out (``None``) means the case's ``expected``."""
 
 
 def treebank_tokens(text: str) -> list[str]:
@@ -90,8 +105,8 @@ class RougeConfig(BaseModel):
 
     model_config = _CONFIG
 
-    value: Text
-    """The reference text."""
+    value: Annotated[Text | None, NotNull] = None
+    """The reference text. Left out: the case's ``expected``."""
     n: int = Field(1, ge=1)
     """The n-gram size: 1 for unigrams, 2 for bigrams …"""
     threshold: float = Field(ROUGE_THRESHOLD, ge=0, le=1)
@@ -101,7 +116,7 @@ class RougeConfig(BaseModel):
 
     @model_validator(mode="after")
     def _long_enough(self) -> RougeConfig:
-        if len(treebank_tokens(self.value)) < self.n:
+        if self.value is not None and len(treebank_tokens(self.value)) < self.n:
             raise ValueError(f"the reference has fewer than n={self.n} tokens")
         return self
 
@@ -122,6 +137,8 @@ class OverlapGrade(Grade):
 @grader("rouge-n", config=RougeConfig, threshold=ROUGE_THRESHOLD, negatable=True)
 async def rouge(config: RougeConfig, output: str, ctx: GradeContext) -> Grade:
     """Score the n-gram overlap of the output with the reference."""
+    config = value_or_expected(config, ctx, "rouge-n")
+    assert config.value is not None  # value_or_expected sets it
     score = rouge_n(output, config.value, n=config.n, measure=config.measure)
     metric, passed = f"ROUGE-{config.n} {config.measure}", score >= config.threshold
     return OverlapGrade(score=score, passed=passed, metric=metric, threshold=config.threshold)
@@ -151,8 +168,8 @@ class BleuConfig(BaseModel):
 
     model_config = _CONFIG
 
-    value: Text | Annotated[list[Text], Field(min_length=1)]
-    """The reference text, or a list of references."""
+    value: Annotated[Text | Annotated[list[Text], Field(min_length=1)] | None, NotNull] = None
+    """The reference text, or a list of references. Left out: the case's ``expected``."""
     threshold: float = Field(BLEU_THRESHOLD, ge=0, le=1)
     """The score at which it passes."""
 
@@ -160,7 +177,9 @@ class BleuConfig(BaseModel):
 @grader("bleu", config=BleuConfig, threshold=BLEU_THRESHOLD, negatable=True)
 async def bleu(config: BleuConfig, output: str, ctx: GradeContext) -> Grade:
     """Score the output's BLEU-4 against the reference(s)."""
-    references = [config.value] if isinstance(config.value, str) else config.value
+    value = value_or_expected(config, ctx, "bleu").value
+    references = [value] if isinstance(value, str) else value
+    assert references is not None  # value_or_expected sets it
     score = bleu_score(output, references)
     passed = score >= config.threshold
     return OverlapGrade(score=score, passed=passed, metric="BLEU", threshold=config.threshold)

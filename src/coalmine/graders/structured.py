@@ -13,6 +13,8 @@ is a trap, coalmine differs:
   when that matters. Only outermost values are tried; any one fitting the schema passes.
 - ``latency`` (``threshold`` in ms) and ``cost`` (in currency units) are skipped, not failed,
   when the value is unknown: a cached answer, an unpriced model (promptfoo raises).
+- ``json-path`` with neither ``equals`` nor ``matches`` compares the value at the path with an
+  eval suite case's ``expected`` (a config error of the case when it has none).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from coalmine._util.jsonpath import (
     render_path,
 )
 from coalmine.errors import GradeError
-from coalmine.graders.base import GradeContext, grader
+from coalmine.graders.base import GradeContext, grader, value_or_expected
 from coalmine.results import Grade
 
 _SHOWN = 200
@@ -151,14 +153,18 @@ async def contains_json(config: SchemaConfig, output: str, ctx: GradeContext) ->
 
 
 class JsonPathConfig(BaseModel):
-    """Config of ``json-path``: give ``path`` and one of ``equals`` or ``matches``."""
+    """Config of ``json-path``: give ``path`` and one of ``equals`` or ``matches``.
+
+    With neither, the value must equal the eval suite case's ``expected``.
+    """
 
     model_config = _CONFIG
 
     path: str = Field(min_length=1)
     """Dotted (``result.items.0.id``) or ``$`` JSONPath (``$.result.items[0]['id']``)."""
     equals: JsonValue = None
-    """The value must equal this as JSON (key order ignored, ``75 == 75.0``, ``"5" != 5``)."""
+    """The value must equal this as JSON (key order ignored, ``75 == 75.0``, ``"5" != 5``).
+    Left out, with no ``matches``: the case's ``expected``."""
     matches: str | None = None
     """A regex searched in the value: a string as is, anything else as compact JSON."""
 
@@ -180,8 +186,8 @@ class JsonPathConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_test(self) -> JsonPathConfig:
-        if ("equals" in self.model_fields_set) == (self.matches is not None):
-            raise ValueError("give exactly one of 'equals' and 'matches'")
+        if "equals" in self.model_fields_set and self.matches is not None:
+            raise ValueError("give one of 'equals' and 'matches', not both")
         return self
 
 
@@ -192,6 +198,8 @@ def _compact(value: Any) -> str:
 @grader("json-path", config=JsonPathConfig, threshold=1.0, negatable=True)
 async def json_path(config: JsonPathConfig, output: str, ctx: GradeContext) -> Grade:
     """Pass when the value at ``path`` of the output's JSON equals or matches the config's."""
+    if config.matches is None:
+        config = value_or_expected(config, ctx, "json-path", field="equals")
     spec = config.path
     try:
         data = parse_json(output)

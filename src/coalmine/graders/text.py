@@ -9,19 +9,31 @@ Differences for every grader: a value promptfoo would reject when grading (an em
 regex, a bad comma-separated list) is a config error here, raised when the spec is loaded; values
 are strings, never numbers (write ``"42"``); a blank item of a list is an error, since it would
 match any text.
+
+In an eval suite, ``equals``, the ``contains`` family, ``starts-with`` and ``levenshtein`` left
+without a ``value`` compare with the case's ``expected`` (as promptfoo's ``{{expected}}``
+would), checked by the same rules when the case is graded; a bad or missing one is a config
+error of that case.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from coalmine._util.jsonpath import json_equal
 from coalmine.graders._refusal import find_refusal
-from coalmine.graders.base import GradeContext, GradeFn, grader
+from coalmine.graders.base import GradeContext, GradeFn, grader, value_or_expected
 from coalmine.results import Grade
 
 THRESHOLD = 1.0
@@ -51,6 +63,18 @@ def _split_if_string(value: object) -> object:
 
 Values = Annotated[list[Text], BeforeValidator(_split_if_string), Field(min_length=1)]
 
+T = TypeVar("T")
+
+
+def _not_null(value: T | None) -> T:
+    if value is None:
+        raise ValueError("null is not a value; leave 'value' out to use the case's 'expected'")
+    return value
+
+
+NotNull = AfterValidator(_not_null)
+"""Rejects an explicit ``null``; a ``value`` left out (``None``) means the case's ``expected``."""
+
 
 class _Config(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
@@ -59,22 +83,24 @@ class _Config(BaseModel):
 class EqualsConfig(_Config):
     """Config of ``equals``: the output is exactly ``value``."""
 
-    value: str | dict[str, Any] | list[Any]
-    """The expected output, compared as is (no trimming); an object or array compares as JSON."""
+    value: Annotated[str | dict[str, Any] | list[Any] | None, NotNull] = None
+    """The expected output, compared as is (no trimming); an object or array compares as JSON.
+    Left out: the case's ``expected``."""
 
 
 class ContainsConfig(_Config):
     """Config of ``contains``, ``icontains`` and ``starts-with``."""
 
-    value: Text
-    """The text to look for (not trimmed)."""
+    value: Annotated[Text | None, NotNull] = None
+    """The text to look for (not trimmed). Left out: the case's ``expected``."""
 
 
 class ContainsListConfig(_Config):
     """Config of ``contains-any``, ``contains-all``, ``icontains-any`` and ``icontains-all``."""
 
-    value: Values
-    """The texts to look for: a list, or one comma-separated string (quote a text with commas)."""
+    value: Annotated[Values | None, NotNull] = None
+    """The texts to look for: a list, or one comma-separated string (quote a text with commas).
+    Left out: the case's ``expected``."""
 
 
 class RegexConfig(_Config):
@@ -104,8 +130,8 @@ _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE
 class LevenshteinConfig(_Config):
     """Config of ``levenshtein``: the output is within ``threshold`` edits of ``value``."""
 
-    value: str
-    """The expected output."""
+    value: Annotated[str | None, NotNull] = None
+    """The expected output. Left out: the case's ``expected``."""
     threshold: int = Field(5, ge=0)
     """The largest edit distance that passes (0 means equal; promptfoo reads 0 as 5)."""
 
@@ -246,6 +272,8 @@ def score_equals(output: str, config: EqualsConfig) -> EqualsGrade:
     A trap kept from promptfoo: nothing is trimmed, so a trailing newline fails the grader.
     """
     value = config.value
+    if value is None:
+        raise ValueError("equals has no value (use value_or_expected first)")
     if not isinstance(value, str):
         try:
             equal = json_equal(value, json.loads(output, parse_constant=_reject_constant))
@@ -282,7 +310,9 @@ def _contains_grader(
     async def grade(
         config: ContainsConfig | ContainsListConfig, output: str, ctx: GradeContext
     ) -> Grade:
-        values = [config.value] if isinstance(config.value, str) else config.value
+        value = value_or_expected(config, ctx, name).value
+        values = [value] if isinstance(value, str) else value
+        assert values is not None  # value_or_expected sets it
         return score_contains(output, values, ignore_case=ignore_case, mode=mode)
 
     grade.__name__ = name.replace("-", "_")
@@ -306,14 +336,16 @@ for _name, _config, _fold, _mode, _doc in _CONTAINS:
 @grader("equals", config=EqualsConfig, threshold=THRESHOLD, negatable=True)
 async def equals(config: EqualsConfig, output: str, ctx: GradeContext) -> Grade:
     """The output is exactly the value (not trimmed), or equal JSON for an object value."""
-    return score_equals(output, config)
+    return score_equals(output, value_or_expected(config, ctx, "equals"))
 
 
 @grader("starts-with", config=ContainsConfig, threshold=THRESHOLD, negatable=True)
 async def starts_with(config: ContainsConfig, output: str, ctx: GradeContext) -> Grade:
     """The output starts with the value; not trimmed, so a leading newline fails (as promptfoo)."""
-    ok = output.startswith(config.value)
-    return StartsWithGrade(starts=ok, start=output[: len(config.value)], **_verdict(ok))
+    value = value_or_expected(config, ctx, "starts-with").value
+    assert value is not None  # value_or_expected sets it
+    ok = output.startswith(value)
+    return StartsWithGrade(starts=ok, start=output[: len(value)], **_verdict(ok))
 
 
 @grader("regex", config=RegexConfig, threshold=THRESHOLD, negatable=True)
@@ -361,6 +393,8 @@ async def levenshtein(config: LevenshteinConfig, output: str, ctx: GradeContext)
 
     promptfoo reads ``threshold: 0`` as 5 (``threshold || 5``); here 0 means equal.
     """
+    config = value_or_expected(config, ctx, "levenshtein")
+    assert config.value is not None  # value_or_expected sets it
     distance = levenshtein_distance(output, config.value)
     ok = distance <= config.threshold
     return LevenshteinGrade(distance=distance, max_distance=config.threshold, **_verdict(ok))

@@ -1,4 +1,4 @@
-"""The ``anthropic`` provider: the Anthropic Messages API over httpx (no SDK needed).
+"""The ``anthropic`` provider: the Anthropic Messages API over aiohttp (no SDK needed).
 
 The API key is read at call time from the environment variable ``api_key_env`` names
 (``ANTHROPIC_API_KEY`` by default), sent as ``x-api-key`` and never stored; every error is
@@ -14,16 +14,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine._util.hashing import hash_text
 from coalmine.errors import ProviderError
 from coalmine.providers._http import (
     BODY_EXCERPT,
+    HttpClient,
+    HttpResponse,
     Site,
     check_response,
     json_body,
+    new_client,
     send,
 )
 from coalmine.providers.agent_file import PersonaSettings, resolve_persona
@@ -75,7 +77,7 @@ class AnthropicProvider:
         self.url = settings.base_url.rstrip("/") + "/v1/messages"
         persona = resolve_persona(agent, settings, base_dir)
         self.model, self.system_prompt = persona.model, persona.system_prompt
-        self._client: httpx.AsyncClient | None = None
+        self._client: HttpClient | None = None
 
     def _body(self, prompt: str) -> dict[str, Any]:
         s = self.settings
@@ -111,7 +113,7 @@ class AnthropicProvider:
         site = Site(self.agent, "anthropic", (key,))
         headers = {"x-api-key": key, "anthropic-version": self.settings.api_version}
         if self._client is None:
-            self._client = httpx.AsyncClient()
+            self._client = new_client()
         response = await send(
             self._client,
             "POST",
@@ -157,7 +159,7 @@ class AnthropicProvider:
             self._client = None
 
 
-def _check(response: httpx.Response, site: Site) -> None:
+def _check(response: HttpResponse, site: Site) -> None:
     """``check_response``, with an Anthropic error body said as ``type: message``."""
     try:
         check_response(response, site)
@@ -170,7 +172,7 @@ def _check(response: httpx.Response, site: Site) -> None:
         request_id = response.headers.get("request-id")
         where = f" (request-id {request_id})" if request_id else ""
         raise site.error(
-            f"HTTP {response.status_code} from {response.request.url}{where}: {detail}",
+            f"HTTP {response.status_code} from {response.url}{where}: {detail}",
             kind=exc.kind,
             retryable=exc.retryable,
             retry_after=exc.retry_after,

@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from coalmine._util.jsonpath import PathNotFound, lookup, parse_path, render_path
 from coalmine.errors import ProviderError
-from coalmine.providers._http import Site, check_response, json_body, send
+from coalmine.providers._http import HttpClient, Site, check_response, json_body, new_client, send
 from coalmine.providers._tools import decode_arguments, json_kind
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput, ToolCall
@@ -116,7 +115,7 @@ class HttpProvider:
         self._path = parse_path(settings.response_path)
         tools = settings.tool_calls_path
         self._tools_path = parse_path(tools) if tools is not None else None
-        self._client: httpx.AsyncClient | None = None
+        self._client: HttpClient | None = None
 
     async def call(self, request: AgentRequest) -> AgentOutput:
         """Send the request built from the templates and return the text it answers."""
@@ -128,7 +127,7 @@ class HttpProvider:
         body = None if self.settings.method == "GET" else _fill(self.settings.body, values)
         timeout = request.timeout or 600.0
         if self._client is None:
-            self._client = httpx.AsyncClient()
+            self._client = new_client()
         response = await send(
             self._client,
             self.settings.method,

@@ -1,4 +1,4 @@
-"""The ``openai`` provider: any OpenAI-compatible chat-completions endpoint, over httpx.
+"""The ``openai`` provider: any OpenAI-compatible chat-completions endpoint, over aiohttp.
 
 The API key is read from the environment variable the config names (``api_key_env``) at call
 time and is never stored, logged or put in an error: messages are scrubbed of it. The spec's
@@ -18,12 +18,11 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine._util.hashing import hash_text
 from coalmine.errors import ProviderError
-from coalmine.providers._http import Site, check_response, json_body, send
+from coalmine.providers._http import HttpClient, Site, check_response, json_body, new_client, send
 from coalmine.providers._tools import decode_arguments
 from coalmine.providers.agent_file import PersonaSettings, resolve_persona
 from coalmine.providers.base import AgentRequest, provider
@@ -76,7 +75,7 @@ class OpenAIProvider:
         self.url = settings.base_url.rstrip("/") + "/chat/completions"
         persona = resolve_persona(agent, settings, base_dir)
         self.model, self.system_prompt = persona.model, persona.system_prompt
-        self._client: httpx.AsyncClient | None = None
+        self._client: HttpClient | None = None
 
     def _body(self, prompt: str) -> dict[str, Any]:
         messages = []
@@ -111,7 +110,7 @@ class OpenAIProvider:
         secrets = [key] if key else []
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         if self._client is None:
-            self._client = httpx.AsyncClient()
+            self._client = new_client()
         site = Site(self.agent, "openai", tuple(secrets))
         response = await send(
             self._client,

@@ -90,9 +90,13 @@ class Caller:
         gate = RateGate(policy.requests_per_minute, tokens_per_minute=policy.tokens_per_minute)
         return cls(provider, agent, cache, secrets, retries, gate, limiter, recorder=recorder)
 
-    async def call(self, request: AgentRequest, timeout: float) -> CallOutcome:
-        """Answer from the cache, or call the agent, retrying what a retry may fix."""
-        key = self._key(request)
+    async def call(self, request: AgentRequest, timeout: float, *, repeat: int = 0) -> CallOutcome:
+        """Answer from the cache, or call the agent, retrying what a retry may fix.
+
+        ``repeat`` numbers the runs of one prompt (an eval's ``--repeats``): each has its own
+        cache entry, so a cached run of five repeats answers with five answers, not one.
+        """
+        key = self._key(request, repeat)
         miss = "the provider is not cacheable"
         if key is not None and self.cache is not None:
             found = self.cache.get(key)
@@ -173,16 +177,21 @@ class Caller:
         """A stable hash of ``identity()`` (how calibration records name a judge)."""
         return hash_text(canonical_json(self.identity()))
 
-    def _key(self, request: AgentRequest) -> CacheKey | None:
+    def _key(self, request: AgentRequest, repeat: int) -> CacheKey | None:
         identity = getattr(self.provider, "cache_identity", None)
         if self.cache is None or identity is None:
             return None
-        return CacheKey(identity(), request.prompt, repeat=0)
+        return CacheKey(identity(), request.prompt, repeat=repeat)
 
 
 def judge_fn(judge: Caller, canary: PlannedCanary, timeout: float) -> JudgeFn:
     """Return the callable the llm-judge grader uses to ask the judge."""
     context = CallContext(canary.loaded.id, judge.agent.name, canary.loaded.spec.phase)
+    return judge_fn_for(judge, context, timeout)
+
+
+def judge_fn_for(judge: Caller, context: CallContext, timeout: float) -> JudgeFn:
+    """Return the callable judge graders use to ask ``judge`` (for the case of ``context``)."""
 
     async def ask(prompt: str) -> JudgeReply:
         output = (await judge.call(AgentRequest(prompt, context, timeout), timeout)).output

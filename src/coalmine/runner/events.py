@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from coalmine.results import CanaryRun, CaseResult
+from coalmine.results import CanaryRun, CaseResult, EvalSuiteResult
 
 log = logging.getLogger("coalmine")
 
@@ -56,6 +56,40 @@ class RunEnd:
     results_path: Path | None
 
 
+@dataclass(frozen=True)
+class EvalStart:
+    """An eval run is about to start its first case."""
+
+    total: int
+    """Case runs planned (repeats included), those a resumed run has included."""
+    resumed: int
+    suites: tuple[str, ...]
+    bad_lines: int
+    concurrency: int
+    judge: str | None
+
+
+@dataclass(frozen=True)
+class EvalProgress:
+    """How far an eval run is (sent at most every 0.1 s, and once at the end)."""
+
+    done: int
+    total: int
+    passed: int
+    failed: int
+    errored: int
+
+
+@dataclass(frozen=True)
+class EvalEnd:
+    """An eval run ended; each suite's result file is written."""
+
+    run_id: str
+    suites: tuple[EvalSuiteResult, ...]
+    paths: tuple[Path, ...]
+    interrupted: bool
+
+
 class Hooks:
     """Subscriber to run events; every method is a no-op by default."""
 
@@ -71,9 +105,20 @@ class Hooks:
     async def on_run_end(self, event: RunEnd) -> None:
         """Called once at the end."""
 
+    async def on_eval_start(self, event: EvalStart) -> None:
+        """Called once before an eval run's first case."""
+
+    async def on_eval_progress(self, event: EvalProgress) -> None:
+        """Called as an eval run progresses."""
+
+    async def on_eval_end(self, event: EvalEnd) -> None:
+        """Called once when an eval run ends."""
+
 
 async def emit(
-    hooks: Sequence[Hooks], name: str, event: RunStart | CaseStart | CaseEnd | RunEnd
+    hooks: Sequence[Hooks],
+    name: str,
+    event: RunStart | CaseStart | CaseEnd | RunEnd | EvalStart | EvalProgress | EvalEnd,
 ) -> None:
     """Call ``name`` on every subscriber; a failing subscriber is logged, never raised."""
     for hook in hooks:

@@ -54,18 +54,18 @@ def baseline_run(store: Store, ref: str, *, current: str | None) -> CanaryRun:
     raise UsageError("there is no earlier finished run to compare with")
 
 
-def resumable_run(store: Store, ref: str) -> RunInfo:
-    """The run to resume: ``latest`` is the newest unfinished canary run.
+def resumable_run(store: Store, ref: str, *, kind: str = "canary") -> RunInfo:
+    """The run to resume: ``latest`` is the newest unfinished run of ``kind``.
 
     Raises:
         UsageError: there is none, or ``ref`` names a finished run.
     """
     if ref == "latest":
-        info = store.find_unfinished("canary")
+        info = store.find_unfinished(kind)
         if info is None:
-            raise UsageError("there is no unfinished canary run to resume")
+            raise UsageError(f"there is no unfinished {kind} run to resume")
         return info
-    info = store.get_run(ref, kind="canary")
+    info = store.get_run(ref, kind=kind)
     if info.status == "finished":
         raise UsageError(f"run {info.id} already finished; there is nothing to resume")
     return info

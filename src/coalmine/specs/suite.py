@@ -9,10 +9,11 @@ case's own. A bad line is reported with file:line, counted, and the rest of the 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from array import array
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -41,6 +42,10 @@ class SuiteMeta(BaseModel):
     """A case passes when its weighted score reaches this (default: every grader passes)."""
     repeats: int = Field(1, ge=1)
     """How many times each case runs."""
+    min_score: float | None = Field(None, ge=0, le=1)
+    """The suite passes when its score reaches this (default: when every case passes)."""
+    timeout_seconds: float | None = Field(None, gt=0)
+    """How long the agent may take on one case (default: the config's ``timeout_seconds``)."""
     blocking: bool = True
     """False makes the whole suite advisory."""
 
@@ -112,34 +117,127 @@ class Suite:
     bad: list[BadLine] = field(default_factory=list)
 
 
+@dataclass
+class SuiteIndex:
+    """A scanned suite: every line checked, but only where each selected case starts is kept.
+
+    A suite of 100,000 cases would take hundreds of megabytes as models; the index keeps a
+    line number, a byte offset and the id of each selected case (about 100 bytes a case), and
+    ``read`` parses a case again when it runs.
+    """
+
+    name: str
+    path: Path
+    meta: SuiteMeta
+    template: jinja2.Template | None
+    grader_configs: Mapping[str, type[BaseModel]]
+    ids: list[str] = field(default_factory=list)
+    lines: array[int] = field(default_factory=lambda: array("q"))
+    offsets: array[int] = field(default_factory=lambda: array("q"))
+    bad: list[BadLine] = field(default_factory=list)
+    valid: int = 0
+    """Valid cases in the file, selected or not."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def keep_only(self, positions: Iterable[int]) -> None:
+        """Keep the selected cases at ``positions`` (in that order): a limit, a shuffle."""
+        chosen = list(positions)
+        self.ids = [self.ids[i] for i in chosen]
+        self.lines = array("q", (self.lines[i] for i in chosen))
+        self.offsets = array("q", (self.offsets[i] for i in chosen))
+
+    def read(self, position: int, handle: BinaryIO | None = None) -> SuiteCase:
+        """Parse the case at ``position`` again (``handle``: the suite file, open for reading).
+
+        Raises:
+            SourceError: the line no longer holds that case (the file changed under the run).
+        """
+        line, offset = self.lines[position], self.offsets[position]
+        if handle is None:
+            with self.path.open("rb") as own:
+                return self.read(position, own)
+        handle.seek(offset)
+        raw = handle.readline().decode("utf-8", errors="replace")
+        found = _load_line(
+            raw, line, self.path, self.meta, self.template, self.grader_configs, check=False
+        )
+        if isinstance(found, BadLine) or found.case.id != self.ids[position]:
+            raise SourceError(
+                f"the suite changed while it ran: case {self.ids[position]!r} is gone",
+                path=self.path,
+                line=line,
+            )
+        return found
+
+
 def load_suite(path: Path, *, grader_configs: Mapping[str, type[BaseModel]]) -> Suite:
-    """Load ``<suite>.jsonl`` and its optional ``<suite>.yaml``.
+    """Load ``<suite>.jsonl`` and its optional ``<suite>.yaml`` whole (for small suites).
 
     Raises:
         SourceError: the suite's YAML is unreadable or invalid (the whole suite cannot run).
     """
+    index = scan_suite(path, grader_configs=grader_configs)
+    with path.open("rb") as handle:
+        cases = [index.read(i, handle) for i in range(len(index))]
+    return Suite(index.name, path, index.meta, cases, index.bad)
+
+
+def scan_suite(
+    path: Path,
+    *,
+    grader_configs: Mapping[str, type[BaseModel]],
+    select: Callable[[EvalCase], bool] | None = None,
+    check: Callable[[EvalCase], str | None] | None = None,
+) -> SuiteIndex:
+    """Check every line of a suite; index the valid cases that ``select`` keeps.
+
+    ``check`` may find a problem the suite alone cannot see (an agent the config lacks); its
+    message makes the line a bad line.
+
+    Raises:
+        SourceError: the suite's YAML is unreadable or invalid, or the suite cannot be read.
+    """
     meta = _load_meta(path.with_suffix(".yaml"), grader_configs)
-    suite = Suite(path.stem, path, meta)
     template = _template(meta.prompt_template, path)
+    index = SuiteIndex(path.stem, path, meta, template, grader_configs)
     seen: dict[str, int] = {}
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        handle = path.open("rb")
+    except OSError as exc:
         raise SourceError(f"cannot read the suite: {exc}", path=path) from None
-    for number, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        result = _load_line(raw, number, path, meta, template, grader_configs)
-        if isinstance(result, BadLine):
-            suite.bad.append(result)
-            continue
-        if result.case.id in seen:
-            message = f"duplicate id {result.case.id!r} (first on line {seen[result.case.id]})"
-            suite.bad.append(BadLine(path, number, message, result.case.id))
-            continue
-        seen[result.case.id] = number
-        suite.cases.append(result)
-    return suite
+    offset = 0
+    with handle:
+        for number, data in enumerate(handle, 1):
+            start, offset = offset, offset + len(data)
+            try:
+                raw = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                index.bad.append(BadLine(path, number, f"not UTF-8 ({exc.reason})"))
+                continue
+            if not raw.strip():
+                continue
+            result = _load_line(raw, number, path, meta, template, grader_configs)
+            if isinstance(result, BadLine):
+                index.bad.append(result)
+                continue
+            case_id = result.case.id
+            problem = check(result.case) if check is not None else None
+            if problem is not None:
+                index.bad.append(BadLine(path, number, problem, case_id))
+                continue
+            if case_id in seen:
+                message = f"duplicate id {case_id!r} (first on line {seen[case_id]})"
+                index.bad.append(BadLine(path, number, message, case_id))
+                continue
+            seen[case_id] = number
+            index.valid += 1
+            if select is None or select(result.case):
+                index.ids.append(case_id)
+                index.lines.append(number)
+                index.offsets.append(start)
+    return index
 
 
 def _load_line(
@@ -149,7 +247,10 @@ def _load_line(
     meta: SuiteMeta,
     template: jinja2.Template | None,
     grader_configs: Mapping[str, type[BaseModel]],
+    *,
+    check: bool = True,
 ) -> SuiteCase | BadLine:
+    """Parse one line; ``check=False`` skips the grader checks a scan already made."""
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -164,10 +265,14 @@ def _load_line(
         found = _validation_problems(exc, doc, EvalCase)
         return BadLine(path, number, "; ".join(p.message for p in found), case_id)
     graders = [*meta.graders, *case.graders]
-    doc = Document(path, {"graders": graders}, {}, number)
-    problems = check_graders(graders, doc, grader_configs, at=("graders",))
-    if problems:
-        return BadLine(path, number, "; ".join(p.message for p in problems), case.id)
+    if check:
+        if not graders:
+            message = "no graders: give the case 'graders' (or the suite)"
+            return BadLine(path, number, message, case.id)
+        doc = Document(path, {"graders": graders}, {}, number)
+        problems = check_graders(graders, doc, grader_configs, at=("graders",))
+        if problems:
+            return BadLine(path, number, "; ".join(p.message for p in problems), case.id)
     if case.prompt is not None:
         prompt = case.prompt
     elif template is None:

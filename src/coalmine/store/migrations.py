@@ -198,3 +198,37 @@ def _blobs(conn: sqlite3.Connection) -> None:
 def _cache_by_prompt(conn: sqlite3.Connection) -> None:
     # explaining a miss looks entries up by prompt alone; without this it scanned the table
     conn.execute("CREATE INDEX cache_by_prompt ON response_cache (prompt_hash)")
+
+
+@migration("m005_eval_attempts")
+def _eval_attempts(conn: sqlite3.Connection) -> None:
+    # One row per case and repeat of an eval suite run: the columns a summary reads, and the
+    # rest as JSON. Written in batches (a 100,000-case suite makes 100,000 rows).
+    _execute_script(
+        conn,
+        """
+        CREATE TABLE eval_attempts (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            suite TEXT NOT NULL,
+            case_id TEXT NOT NULL,
+            rep INTEGER NOT NULL,                -- 0-based repeat
+            status TEXT NOT NULL,                -- pass | fail | error
+            blocks INTEGER NOT NULL,             -- 1: this fail or error may fail the suite
+            score REAL,                          -- weighted score of the graders that ran
+            scores TEXT NOT NULL,                -- JSON {grader key: score or null}
+            latency REAL,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            cost REAL,
+            error_kind TEXT,
+            record TEXT NOT NULL,                -- JSON: grades, output, error, tool calls …
+            PRIMARY KEY (run_id, suite, case_id, rep)
+        ) WITHOUT ROWID;
+        CREATE TABLE eval_suites (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            suite TEXT NOT NULL,
+            summary TEXT NOT NULL,               -- JSON coalmine.eval.result.v1
+            PRIMARY KEY (run_id, suite)
+        );
+        """,
+    )

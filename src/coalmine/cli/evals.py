@@ -1,0 +1,225 @@
+"""``coalmine eval run|list``: eval suites (``harness/evals/*.jsonl``) at any size."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+
+from coalmine.cli.display import DisplayType, make_display
+from coalmine.cli.options import root_option, store_option
+from coalmine.errors import ConfigError, UsageError
+from coalmine.results import EvalSuiteResult
+from coalmine.runner.evalplan import EvalPlan, Selection, plan_evals, require_eval_judge
+from coalmine.runner.evals import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
+from coalmine.runner.history import project_config, resumable_run
+from coalmine.store.runs import Store
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Run eval suites: JSONL cases, graded, stored, summarised per suite."""
+
+
+@eval_group.command("run")
+@click.argument("suites", nargs=-1)
+@root_option
+@store_option
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CONCURRENCY,
+    show_default=True,
+    help="Cases in flight at once (each agent's max_concurrency still holds).",
+)
+@click.option("--repeats", type=click.IntRange(min=1), help="Run each case N times.")
+@click.option(
+    "--reducer",
+    default="mean",
+    show_default=True,
+    help="How repeats reduce: mean, majority, pass@k, pass^k (or pass@N, pass^N).",
+)
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="GLOB|tag:NAME",
+    help="Run only cases whose id matches the glob, or that carry the tag (repeatable).",
+)
+@click.option("--limit", type=click.IntRange(min=1), help="At most N cases of each suite.")
+@click.option("--shuffle", type=int, metavar="SEED", help="Shuffle each suite's cases (seeded).")
+@click.option("--no-judge", is_flag=True, help="Skip judge graders (llm-rubric, context-…).")
+@click.option(
+    "--resume",
+    is_flag=False,
+    flag_value="latest",
+    default=None,
+    metavar="[RUN_ID]",
+    help="Finish an interrupted or killed eval run (default: the latest unfinished one).",
+)
+@click.option("--cache", is_flag=True, default=None, help="Answer repeated calls from the cache.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Print a table of suites, or the suites' result JSON (a list), on stdout.",
+)
+@click.option(
+    "--display",
+    type=click.Choice(["auto", "rich", "plain", "jsonl", "none"]),
+    default="auto",
+    show_default=True,
+    help="Progress on stderr: a bar on a terminal, plain lines otherwise.",
+)
+def run_command(
+    suites: tuple[str, ...],
+    root: Path,
+    store_path: Path | None,
+    concurrency: int,
+    repeats: int | None,
+    reducer: str,
+    filters: tuple[str, ...],
+    limit: int | None,
+    shuffle: int | None,
+    no_judge: bool,
+    resume: str | None,
+    cache: bool | None,
+    fmt: str,
+    display: DisplayType,
+) -> int:
+    """Run eval suites: every harness/evals/*.jsonl, or the SUITES named (names or paths).
+
+    Each suite writes .coalmine/reports/evals/<suite>/<run id>.json (coalmine.eval.result.v1)
+    and its summary goes to the run store. Exit 1 only when a blocking suite fails.
+    """
+    config = project_config(root)
+    if config.path is None:
+        raise ConfigError(
+            f"no coalmine.yaml (or [tool.coalmine] in pyproject.toml) in {config.root}; "
+            "create one that maps your agents to providers (see the README)"
+        )
+    selection = Selection(filters, limit, shuffle, repeats, reducer)
+    store = Store.open(store_path or config.store_path)
+    try:
+        resume_id = None
+        if resume is not None:
+            if suites or filters or limit or shuffle is not None or repeats:
+                raise UsageError(
+                    "--resume runs the selection of the resumed run; drop the suites and "
+                    "--filter/--limit/--shuffle/--repeats"
+                )
+            info = resumable_run(store, resume, kind="eval")
+            resume_id, suites = info.id, tuple(info.selectors)
+            o = info.options
+            selection = Selection(
+                tuple(o.get("filters") or ()), o.get("limit"), o.get("shuffle"),
+                o.get("repeats"), o.get("reducer") or "mean",
+            )  # fmt: skip
+        plan = plan_evals(root, suites, selection=selection, config=config)
+        try:
+            require_eval_judge(plan, disabled=no_judge)
+        except ConfigError as exc:
+            exc.hint = "or pass --no-judge to skip judge graders for this run"
+            raise
+        use_cache = config.cache if cache is None else cache
+        with make_display(display) as hooks:
+            outcome = anyio.run(
+                partial(
+                    _run, plan, store=store, concurrency=concurrency, resume=resume_id,
+                    no_judge=no_judge, cache=use_cache, hooks=[hooks], command_line=sys.argv,
+                )
+            )  # fmt: skip
+    finally:
+        store.close()
+    if fmt == "json":
+        payload = [r.model_dump(mode="json", by_alias=True) for r in outcome.suites]
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_suites(outcome.suites))
+    for broken in plan.broken:
+        click.echo(f"error: {broken.message}", err=True)
+    for suite in plan.suites:
+        for bad in suite.index.bad[:20]:
+            click.echo(f"error: {bad}", err=True)
+        if len(suite.index.bad) > 20:
+            click.echo(f"error: … and {len(suite.index.bad) - 20} more bad lines", err=True)
+    if outcome.interrupted:
+        click.echo(
+            f"interrupted: finished cases are stored; resume with: "
+            f"coalmine eval run --resume {outcome.run_id} --root {root}",
+            err=True,
+        )
+    return outcome.exit_code
+
+
+async def _run(plan: EvalPlan, **options: Any) -> EvalOutcome:
+    """Run with Ctrl-C (and SIGTERM) turned into a clean stop."""
+    stop = anyio.Event()
+
+    async def watch_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                stop.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch_signals)
+        outcome = await run_evals(plan, stop=stop, **options)
+        tg.cancel_scope.cancel()
+    return outcome
+
+
+def render_suites(results: list[EvalSuiteResult]) -> str:
+    """A table of suites, then each suite's listed failures."""
+    rows = [("SUITE", "CASES", "PASSED", "FAILED", "ERRORED", "SCORE", "95% CI", "VERDICT")]
+    for r in results:
+        ci = f"{r.ci95[0]:.3f}–{r.ci95[1]:.3f}" if r.ci95 else "—"
+        verdict = r.verdict.upper() + ("" if r.blocking else " (advisory)")
+        rows.append(
+            (r.suite_id, str(r.cases), str(r.passed), str(r.failed), str(r.errored),
+             f"{r.score:.4f}", ci, verdict)
+        )  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    for r in results:
+        if r.failures:
+            lines.append("")
+            lines.append(f"{r.suite_id}: {r.gate.rule} — {r.gate.blocking_failures} blocking")
+            for f in r.failures:
+                mark = "advisory " if f.advisory else ""
+                lines.append(f"  {mark}{f.status.upper()} {f.id}: {f.reason.splitlines()[0]}")
+        lines.append(f"{r.suite_id}: {r.report_path}")
+    return "\n".join(lines)
+
+
+@eval_group.command("list")
+@root_option
+def list_command(root: Path) -> int:
+    """List the suites: cases, repeats, default agent, and every bad line."""
+    plan = plan_evals(root)
+    rows = [("SUITE", "CASES", "BAD", "REPEATS", "AGENT", "BLOCKING")]
+    for s in plan.suites:
+        agent = s.default_agent.name if s.default_agent else "per case"
+        rows.append(
+            (s.name, str(len(s.index)), str(len(s.index.bad)), str(s.repeats), agent,
+             "yes" if s.index.meta.blocking else "no")
+        )  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for broken in plan.broken:
+        click.echo(f"error: {broken.message}", err=True)
+    for s in plan.suites:
+        for bad in s.index.bad:
+            click.echo(f"error: {bad}", err=True)
+    return 2 if plan.broken or any(s.index.bad for s in plan.suites) else 0

@@ -1,0 +1,739 @@
+"""Run eval suites: many cases in flight, streamed to the store, summarised per suite.
+
+The engine keeps ``concurrency`` cases in flight (and each agent within its own limits) with
+one queue drawn by that many workers. A case is read from its suite file when a worker takes
+it, and its result goes to the store in batches the moment it is graded, so memory does not
+grow with the suite. When a run is interrupted the pending batch is committed and the run can
+be resumed: only the case runs it has no row for are run again. Each suite's summary is
+computed from the stored rows and written as ``coalmine.eval.result.v1`` JSON.
+
+A case run passes when every grader passes (or, with a ``threshold``, when the weighted score
+reaches it); a grader that is a gate (``forbidden-tools``) must pass either way. An agent that
+fails (crash, timeout, garbage) fails the case; a grader that cannot grade (a missing input, a
+judge that fails) makes it an error, which is not scored but is counted and fails the suite.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from coalmine._util.clock import Clock, SystemClock
+from coalmine._util.estimate import MeanEstimate, reduce_repeats
+from coalmine._util.git import read_git_state
+from coalmine._util.hashing import hash_bytes, hash_text
+from coalmine.config import AgentConfig, Price
+from coalmine.errors import GradeError, ProviderError, UsageError
+from coalmine.graders.base import GradeContext, GraderType
+from coalmine.graders.base import registry as graders
+from coalmine.graders.llm_judge import JudgeGrade
+from coalmine.judge.policy import judge_policy
+from coalmine.providers.base import AgentRequest, CallContext, redact
+from coalmine.results import (
+    OUTPUT_LIMIT,
+    EvalFailure,
+    EvalGate,
+    EvalSuiteResult,
+    EvalTokens,
+    Grade,
+    GraderMean,
+)
+from coalmine.runner.canary import _judge_info, _secrets, _version, _Wiring
+from coalmine.runner.case import Caller, judge_fn_for
+from coalmine.runner.costs import priced
+from coalmine.runner.evalplan import EvalPlan, PlannedSuite, require_eval_judge
+from coalmine.runner.events import EvalEnd, EvalProgress, EvalStart, Hooks, emit
+from coalmine.runner.execute import run_bounded
+from coalmine.runner.gates import EPSILON, composite_score
+from coalmine.specs.models import GraderSpec
+from coalmine.specs.suite import SuiteCase
+from coalmine.store.cache import ResponseCache
+from coalmine.store.evals import (
+    Attempt,
+    AttemptWriter,
+    done_attempts,
+    end_run,
+    iter_attempts,
+    save_suite_summary,
+)
+from coalmine.store.runs import NewRun, Store
+
+REPORTS_DIR = Path(".coalmine") / "reports" / "evals"
+DEFAULT_CONCURRENCY = 16
+FAILURES_LISTED = 20
+PROGRESS_EVERY = 0.1
+"""Seconds between progress events (a display need not hear of every case)."""
+
+
+@dataclass(frozen=True, repr=False)
+class EvalOutcome:
+    """What an eval run produced."""
+
+    run_id: str
+    suites: list[EvalSuiteResult]
+    paths: list[Path]
+    exit_code: int
+    interrupted: bool
+
+    def __repr__(self) -> str:
+        return f"EvalOutcome(run_id={self.run_id!r}, suites={len(self.suites)})"
+
+
+@dataclass
+class _Counts:
+    done: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    last_emit: float = 0.0
+
+
+@dataclass
+class _Suite:
+    """A planned suite with what the engine caches for it."""
+
+    planned: PlannedSuite
+    configs: dict[int, Any] = field(default_factory=dict)
+    """Validated grader configs of the suite's own graders, by ``id`` of their spec."""
+
+
+async def run_evals(
+    plan: EvalPlan,
+    *,
+    store: Store,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    resume: str | None = None,
+    no_judge: bool = False,
+    cache: bool = False,
+    hooks: Sequence[Hooks] = (),
+    clock: Clock | None = None,
+    stop: anyio.Event | None = None,
+    reports_dir: Path | None = None,
+    command_line: Sequence[str] = (),
+) -> EvalOutcome:
+    """Run every selected case of ``plan``; store, summarise and write each suite's result.
+
+    Raises:
+        ConfigError: a suite needs a judge and none is configured, or an agent cannot be built.
+        UsageError: ``resume`` names a finished run or a run of another kind.
+    """
+    config = plan.config
+    require_eval_judge(plan, disabled=no_judge)
+    clock = clock or SystemClock()
+    stop = stop or anyio.Event()
+    run_id, started, done = _open_run(store, resume, plan, clock, command_line, concurrency)
+    secrets = tuple(_secrets(config))
+    wiring = _Wiring(ResponseCache(store) if cache else None, secrets, None, None)
+    callers: dict[str, Caller] = {}
+    judge: Caller | None = None
+    judge_info = _judge_info(config, no_judge)
+    judge_agent = None if no_judge else config.judge
+    judge_blocks = False
+    if judge_agent is not None:
+        judge = wiring.caller(judge_agent)
+        if judge_agent.name in config.agents:
+            callers[judge_agent.name] = judge  # an agent that also judges shares its limits
+        policy = judge_policy(
+            calibrated_may_block=store.judge_may_block(judge.identity_key()),
+            configured_blocking=config.judge_blocking,
+        )
+        judge_blocks = policy.blocking
+        judge_info = judge_info.model_copy(
+            update={"blocking": policy.blocking, "uncalibrated": policy.uncalibrated or None}
+        )
+    suites = [_Suite(s) for s in plan.suites]
+    writer = AttemptWriter(store, run_id)
+    counts = _Counts()
+    total = plan.attempts
+    env = _Env(
+        config.agents,
+        callers,
+        wiring,
+        judge,
+        judge_blocks,
+        clock,
+        list(secrets),
+        config.defaults.timeout_seconds,
+        config.defaults.judge_timeout_seconds,
+        config.pricing,
+    )
+
+    def items() -> Iterator[tuple[_Suite, SuiteCase, int]]:
+        for suite in suites:
+            index = suite.planned.index
+            with index.path.open("rb") as handle:
+                for position in range(len(index)):
+                    case_id = index.ids[position]
+                    reps = [
+                        r
+                        for r in range(suite.planned.repeats)
+                        if (suite.planned.name, case_id, r) not in done
+                    ]
+                    if not reps:
+                        continue
+                    case = index.read(position, handle)
+                    for rep in reps:
+                        yield suite, case, rep
+
+    async def work(_: int, item: tuple[_Suite, SuiteCase, int]) -> None:
+        suite, case, rep = item
+        attempt = await _run_attempt(suite, case, rep, env)
+        writer.add(attempt)
+        counts.done += 1
+        if attempt.status == "pass":
+            counts.passed += 1
+        elif attempt.status == "fail":
+            counts.failed += 1
+        else:
+            counts.errored += 1
+        now = clock.monotonic()
+        if now - counts.last_emit >= PROGRESS_EVERY:
+            counts.last_emit = now
+            await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
+
+    await emit(
+        hooks,
+        "on_eval_start",
+        EvalStart(
+            total=total,
+            resumed=len(done),
+            suites=tuple(s.name for s in plan.suites),
+            bad_lines=sum(len(s.index.bad) for s in plan.suites),
+            concurrency=concurrency,
+            judge=judge_info.describe(),
+        ),
+    )
+    interrupted = False
+    try:
+        interrupted = await run_bounded(items(), work, jobs=concurrency, stop=stop)
+    finally:
+        with anyio.CancelScope(shield=True):
+            writer.flush()  # what finished is kept, whatever stopped the run
+            for c in {id(c): c for c in [*callers.values(), judge] if c}.values():
+                await c.provider.aclose()
+    await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
+    ended = clock.now()
+    results, paths = [], []
+    for suite in plan.suites:
+        result, path = _summarise(
+            store,
+            run_id,
+            suite,
+            started=started,
+            ended=ended,
+            reports_dir=reports_dir or config.root / REPORTS_DIR,
+            root=config.root,
+            interrupted=interrupted,
+            judged=judge is not None,
+        )
+        results.append(result)
+        paths.append(path)
+    end_run(
+        store,
+        run_id,
+        status="interrupted" if interrupted else "finished",
+        ended_at=ended,
+        results_file=str(paths[0]) if paths else None,
+    )
+    code = eval_exit_code(results, plan, interrupted)
+    await emit(hooks, "on_eval_end", EvalEnd(run_id, tuple(results), tuple(paths), interrupted))
+    return EvalOutcome(run_id, results, paths, code, interrupted)
+
+
+def _progress(counts: _Counts, total: int, resumed: int) -> EvalProgress:
+    return EvalProgress(
+        done=counts.done + resumed,
+        total=total,
+        passed=counts.passed,
+        failed=counts.failed,
+        errored=counts.errored,
+    )
+
+
+def eval_exit_code(results: Sequence[EvalSuiteResult], plan: EvalPlan, interrupted: bool) -> int:
+    """3 interrupted, 2 a suite or line could not be used, 1 a blocking suite failed, else 0."""
+    if interrupted:
+        return 3
+    if plan.broken or any(r.bad_lines for r in results):
+        return 2
+    if any(r.blocking and r.verdict == "fail" for r in results):
+        return 1
+    return 0
+
+
+def _open_run(
+    store: Store,
+    resume: str | None,
+    plan: EvalPlan,
+    clock: Clock,
+    command_line: Sequence[str],
+    concurrency: int,
+) -> tuple[str, datetime, set[tuple[str, str, int]]]:
+    if resume is not None:
+        info = store.get_run(resume, kind="eval")
+        if info.status == "finished":
+            raise UsageError(f"run {info.id} already finished; there is nothing to resume")
+        store.reopen_run(info.id)
+        return info.id, datetime.fromisoformat(info.started_at), done_attempts(store, info.id)
+    config = plan.config
+    git = read_git_state(config.root)
+    sel = plan.selection
+    started = clock.now()
+    run_id = store.start_run(
+        NewRun(
+            kind="eval",
+            root=str(config.root),
+            started_at=started,
+            git_commit=git.commit,
+            git_dirty=git.dirty,
+            coalmine_version=_version(),
+            config_hash=hash_bytes(config.path.read_bytes()) if config.path else None,
+            command_line=list(command_line),
+            selectors=list(plan.names),
+            options={
+                "filters": list(sel.filters),
+                "limit": sel.limit,
+                "shuffle": sel.shuffle,
+                "repeats": sel.repeats,
+                "reducer": sel.reducer,
+                "concurrency": concurrency,
+            },
+        )
+    )
+    return run_id, started, set()
+
+
+# -- one case run -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Env:
+    """What every case run of an eval run shares."""
+
+    agents: Mapping[str, AgentConfig]
+    callers: dict[str, Caller]
+    wiring: _Wiring
+    judge: Caller | None
+    judge_blocks: bool
+    clock: Clock
+    secrets: list[str]
+    timeout: float
+    judge_timeout: float
+    pricing: Mapping[str, Price]
+
+    def caller(self, agent: AgentConfig) -> Caller:
+        """The caller of ``agent`` (one per agent, so its limits hold across the run)."""
+        found = self.callers.get(agent.name)
+        if found is None:
+            found = self.callers[agent.name] = self.wiring.caller(agent)
+        return found
+
+
+async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> Attempt:
+    planned = suite.planned
+    agent = env.agents[case.agent] if case.agent else planned.default_agent
+    assert agent is not None  # the plan moved cases without an agent to the bad lines
+    caller = env.caller(agent)
+    secrets, clock, judge = env.secrets, env.clock, env.judge
+    timeout = planned.index.meta.timeout_seconds or env.timeout
+    case_id = case.case.id
+    record: dict[str, Any] = {"agent": agent.name}
+    t0 = clock.monotonic()
+    request = AgentRequest(case.prompt, CallContext(case_id, agent.name, planned.name), timeout)
+    try:
+        called = await caller.call(request, timeout, repeat=rep)
+    except ProviderError as exc:
+        message = str(exc)
+        if exc.stderr_tail:
+            message += "\nstderr (tail):\n" + exc.stderr_tail[-1000:]
+        record["error"] = redact(message, secrets)
+        if exc.attempt > 1:
+            record["attempts"] = exc.attempt
+        record["call_failures"] = [*exc.failures, f"{exc.kind}: {exc.reason}"]
+        return Attempt(
+            planned.name, case_id, rep, "fail", True, 0.0, {}, None, None, None, None,
+            exc.kind, _scrub(record, secrets),
+        )  # fmt: skip
+    output = called.output
+    latency = None if called.cache == "hit" else round(clock.monotonic() - t0, 4)
+    configured = getattr(agent.settings, "model", None)
+    usage = priced(output.usage, output.model or configured, env.pricing, configured=configured)
+    inputs = _inputs(case)
+    ctx = GradeContext(
+        case_id=case_id,
+        prompt=case.prompt,
+        judge=judge_fn_for(
+            judge, CallContext(case_id, judge.agent.name, planned.name), env.judge_timeout
+        )  # fmt: skip
+        if judge is not None
+        else None,
+        latency_seconds=latency,
+        cost=usage.cost if usage is not None else None,
+        tool_calls=tuple(output.tool_calls),
+        inputs=inputs,
+    )
+    grades: dict[str, Grade] = {}
+    blocking: dict[str, bool] = {}
+    gates: set[str] = set()
+    error: GradeError | None = None
+    error_grader: GraderType | None = None
+    for spec in case.graders:
+        grader = graders.get(spec.type)
+        key = _grade_key(spec.name or spec.type, grades)
+        blocking[key] = spec.blocking is not False and (env.judge_blocks or not grader.needs_judge)
+        if grader.needs_judge and ctx.judge is None:
+            grades[key] = Grade(weight=spec.weight, skipped=True, reason="no judge for this run")
+            continue
+        try:
+            grade = await grader.grade(suite_config(suite, spec, grader), output.text, ctx)
+        except GradeError as exc:
+            error, error_grader = exc, grader
+            break
+        if getattr(grade, "gate", False):
+            gates.add(key)
+        grades[key] = grade.model_copy(update={"weight": spec.weight})
+    prompt_tokens = usage.prompt_tokens if usage is not None else None
+    completion_tokens = usage.completion_tokens if usage is not None else None
+    cost = usage.cost if usage is not None else None
+    judge_usage = [g.usage for g in grades.values() if isinstance(g, JudgeGrade) and g.usage]
+    for u in judge_usage:
+        prompt_tokens = (prompt_tokens or 0) + u.get("prompt_tokens", 0)
+        completion_tokens = (completion_tokens or 0) + u.get("completion_tokens", 0)
+    record.update(_output_record(output.text, secrets))
+    if output.model:
+        record["model"] = output.model
+    if output.warnings:
+        record["warnings"] = output.warnings
+    if output.tool_calls:
+        record["tool_calls"] = [t.model_dump(exclude_none=True) for t in output.tool_calls]
+    if called.cache is not None:
+        record["cache"] = called.cache
+    if called.attempts > 1:
+        record["attempts"] = called.attempts
+        record["call_failures"] = list(called.failures)
+    record["grades"] = {k: g.model_dump(exclude_none=True) for k, g in grades.items()}
+    scores = {k: g.score for k, g in grades.items()}
+    if error is not None:
+        assert error_grader is not None
+        kind = "config" if error.config else ("judge" if error_grader.needs_judge else "grader")
+        record["error"] = f"case {case_id!r}: {error}"
+        blocks = kind != "judge" or env.judge_blocks
+        return Attempt(
+            planned.name, case_id, rep, "error", blocks, None, scores, latency, prompt_tokens,
+            completion_tokens, cost, kind, _scrub(record, secrets),
+        )  # fmt: skip
+    ran = {k: g for k, g in grades.items() if g.score is not None}
+    if not ran:
+        record["error"] = "every grader was skipped (no judge for this run)"
+        return Attempt(
+            planned.name, case_id, rep, "error", False, None, scores, latency, prompt_tokens,
+            completion_tokens, cost, "no_graders", _scrub(record, secrets),
+        )  # fmt: skip
+    passed, score = _passes(ran, gates, case.threshold)
+    blockers = {k: g for k, g in ran.items() if blocking[k]}
+    passed_blocking = not blockers or _passes(blockers, gates, case.threshold)[0]
+    if not passed:
+        record["why"] = _why(ran, gates, case.threshold, score)
+        if passed_blocking:
+            record["advisory"] = True
+    return Attempt(
+        planned.name, case_id, rep, "pass" if passed else "fail",
+        not passed_blocking, round(score, 6), scores, latency,
+        prompt_tokens, completion_tokens, cost, None, _scrub(record, secrets),
+    )  # fmt: skip
+
+
+def suite_config(suite: _Suite, spec: GraderSpec, grader: GraderType) -> Any:
+    """The validated config of ``spec`` (a suite-wide grader's is validated once)."""
+    found = suite.configs.get(id(spec))
+    if found is None:
+        found = grader.config.model_validate(spec.config)
+        if any(spec is g for g in suite.planned.index.meta.graders):
+            suite.configs[id(spec)] = found
+    return found
+
+
+def _passes(
+    grades: Mapping[str, Grade], gates: set[str], threshold: float | None
+) -> tuple[bool, float]:
+    """(passed, weighted score) by the suite's rule; gates must pass either way.
+
+    Graders whose weights sum to 0 (weight-0 graders that may block, say) have no weighted
+    score: it is 0, and they pass when every one of them passes.
+    """
+    weighted = [(g.weight, g.score or 0.0) for g in grades.values()]
+    if sum(w for w, _ in weighted) <= 0:
+        return all(g.passed for g in grades.values()), 0.0
+    score = composite_score(weighted)
+    if any(not grades[k].passed for k in gates if k in grades):
+        return False, score
+    if threshold is None:
+        return all(g.passed for g in grades.values()), score
+    return score >= threshold - EPSILON, score
+
+
+def _why(
+    grades: Mapping[str, Grade], gates: set[str], threshold: float | None, score: float
+) -> str:
+    failed = [k for k, g in grades.items() if not g.passed]
+    parts = []
+    if threshold is not None and score < threshold - EPSILON:
+        parts.append(f"score {score:.3f} < threshold {threshold:g}")
+    for key in failed:
+        detail = grades[key].explain()
+        gate = " (a gate)" if key in gates else ""
+        parts.append(f"{key}{gate} failed" + (f": {detail}" if detail else ""))
+    return "; ".join(parts)[:1000]
+
+
+def _inputs(case: SuiteCase) -> dict[str, Any]:
+    c = case.case
+    found = {
+        "expected": c.expected,
+        "relevant": c.relevant,
+        "expected_tool_calls": c.expected_tool_calls,
+        "forbidden_tools": c.forbidden_tools,
+        "context": c.context,
+        "vars": c.vars,
+    }
+    inputs = {k: v for k, v in found.items() if v is not None}
+    if c.metadata:
+        inputs["metadata"] = c.metadata
+    return inputs
+
+
+def _output_record(text: str, secrets: list[str]) -> dict[str, Any]:
+    shown = redact(text[:OUTPUT_LIMIT], secrets)
+    record: dict[str, Any] = {"output": shown}
+    if len(text) > OUTPUT_LIMIT:
+        record["output_truncated"] = True
+    return record
+
+
+def _scrub(record: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
+    """Scrub secrets from every string of the record (JSON escapes included)."""
+    if not secrets:
+        return record
+    text = json.dumps(record, ensure_ascii=False)
+    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
+    clean = redact(text, [*secrets, *escaped])
+    return record if clean == text else dict(json.loads(clean))
+
+
+def _grade_key(name: str, taken: Mapping[str, Grade]) -> str:
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name}#{n}" in taken:
+        n += 1
+    return f"{name}#{n}"
+
+
+# -- the summary ---------------------------------------------------------------------------------
+
+
+def _summarise(
+    store: Store,
+    run_id: str,
+    suite: PlannedSuite,
+    *,
+    started: datetime,
+    ended: datetime,
+    reports_dir: Path,
+    root: Path,
+    interrupted: bool,
+    judged: bool,
+) -> tuple[EvalSuiteResult, Path]:
+    summary = summarise_attempts(
+        iter_attempts(store, run_id, suite.name),
+        reducer=suite.reducer,
+        repeats=suite.repeats,
+        min_score=suite.index.meta.min_score,
+    )
+    path = reports_dir / suite.name / f"{run_id}.json"
+    try:
+        shown = str(path.relative_to(root))
+    except ValueError:
+        shown = str(path)
+    meta = suite.index.meta
+    result = EvalSuiteResult(
+        suite_id=suite.name,
+        run_id=run_id,
+        started_at=int(started.timestamp() * 1000),
+        ended_at=int(ended.timestamp() * 1000),
+        cases=summary.cases,
+        passed=summary.passed,
+        failed=summary.failed,
+        errored=summary.errored,
+        score=round(summary.estimate.mean, 4) if summary.estimate.n else 0.0,
+        stderr=_round(summary.estimate.stderr),
+        ci95=_round_pair(summary.estimate.ci95),
+        blocking=meta.blocking,
+        judge_prompt_hash=hash_text("\n".join(sorted(suite.judge_specs)))
+        if suite.judge_specs and judged
+        else None,
+        provider=", ".join(sorted(summary.providers)) or "none",
+        report_path=shown,
+        verdict="pass" if summary.gate.passed else "fail",
+        gate=summary.gate,
+        repeats=suite.repeats,
+        reducer=suite.reducer,
+        graders=summary.grader_means(),
+        tokens=EvalTokens(prompt=summary.prompt_tokens, completion=summary.completion_tokens),
+        cost=round(summary.cost, 6) if summary.priced else None,
+        latency_seconds=round(summary.latency_total / summary.latency_n, 4)
+        if summary.latency_n
+        else None,
+        bad_lines=len(suite.index.bad),
+        bad_line_examples=[str(b) for b in suite.index.bad[:FAILURES_LISTED]],
+        failures=summary.failures,
+        interrupted=interrupted,
+        coalmine_version=_version(),
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = result.model_dump_json(by_alias=True, indent=2) + "\n"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    save_suite_summary(store, run_id, suite.name, json.loads(text))
+    return result, path
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _round_pair(pair: tuple[float, float] | None) -> tuple[float, float] | None:
+    return None if pair is None else (round(pair[0], 4), round(pair[1], 4))
+
+
+@dataclass
+class SuiteSummary:
+    """Counts and estimates of one suite, accumulated case by case."""
+
+    cases: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    estimate: MeanEstimate = field(default_factory=MeanEstimate)
+    blocking_estimate: MeanEstimate = field(default_factory=MeanEstimate)
+    blocking_failures: int = 0
+    """Cases that fail or error on what may block."""
+    blocking_errors: int = 0
+    """Of those, the cases that errored."""
+    gate: EvalGate = field(
+        default_factory=lambda: EvalGate(passed=True, rule="", blocking_failures=0)
+    )
+    grader_sums: dict[str, list[float]] = field(default_factory=dict)
+    """key → [sum, n, skipped]."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    priced: bool = False
+    latency_total: float = 0.0
+    latency_n: int = 0
+    providers: set[str] = field(default_factory=set)
+    failures: list[EvalFailure] = field(default_factory=list)
+
+    def grader_means(self) -> dict[str, GraderMean]:
+        """Each grader's mean score."""
+        return {
+            key: GraderMean(mean=round(total / n, 4) if n else None, n=int(n), skipped=int(skipped))
+            for key, (total, n, skipped) in sorted(self.grader_sums.items())
+        }
+
+
+def summarise_attempts(
+    attempts: Iterator[Attempt], *, reducer: str, repeats: int, min_score: float | None
+) -> SuiteSummary:
+    """Reduce a suite's attempts (grouped by case) to its summary, in constant memory.
+
+    Per case, the runs that did not error reduce to one value (``reducer``); the case passes
+    when the value is at least 0.5 (with one run: when that run passed). A case whose every
+    run errored is errored. The gate applies the same rule to the graders that may block.
+    """
+    s = SuiteSummary()
+    group: list[Attempt] = []
+    for attempt in attempts:
+        if group and attempt.case_id != group[0].case_id:
+            _add_case(s, group, reducer, repeats)
+            group = []
+        group.append(attempt)
+        _add_attempt(s, attempt)
+    if group:
+        _add_case(s, group, reducer, repeats)
+    if min_score is None:
+        rule = "every case passes"
+        ok = s.blocking_failures == 0
+    else:
+        rule = f"score >= {min_score:g}"
+        ok = s.blocking_errors == 0 and (
+            s.blocking_estimate.n == 0 or s.blocking_estimate.mean >= min_score - EPSILON
+        )
+    s.gate = EvalGate(passed=ok, rule=rule, blocking_failures=s.blocking_failures)
+    return s
+
+
+def _add_attempt(s: SuiteSummary, a: Attempt) -> None:
+    for key, score in a.scores.items():
+        entry = s.grader_sums.setdefault(key, [0.0, 0.0, 0.0])
+        if score is None:
+            entry[2] += 1
+        else:
+            entry[0] += score
+            entry[1] += 1
+    s.prompt_tokens += a.prompt_tokens or 0
+    s.completion_tokens += a.completion_tokens or 0
+    if a.cost is not None:
+        s.cost += a.cost
+        s.priced = True
+    if a.latency is not None:
+        s.latency_total += a.latency
+        s.latency_n += 1
+    agent = a.record.get("agent")
+    if agent and "output" in a.record:  # only agents that answered
+        model = a.record.get("model")
+        s.providers.add(f"{agent}:{model}" if model else str(agent))
+
+
+def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) -> None:
+    s.cases += 1
+    scored = [a for a in runs if a.status != "error"]
+    case_id = runs[0].case_id
+    if not scored:
+        s.errored += 1
+        if any(a.blocks for a in runs):
+            s.blocking_failures += 1
+            s.blocking_errors += 1
+        if len(s.failures) < FAILURES_LISTED:
+            reason = str(runs[0].record.get("error") or runs[0].error_kind or "error")
+            s.failures.append(EvalFailure(id=case_id, status="error", reason=reason[:500]))
+        return
+    n = len(scored)
+    c = sum(a.status == "pass" for a in scored)
+    value = reduce_repeats(reducer, n, c, repeats)
+    s.estimate.add(value)
+    # the same rule over the graders that may block: a fail that does not block counts as pass
+    cb = sum(a.status == "pass" or not a.blocks for a in scored)
+    value_b = reduce_repeats(reducer, n, cb, repeats)
+    s.blocking_estimate.add(value_b)
+    if value >= 0.5 - EPSILON:
+        s.passed += 1
+    else:
+        s.failed += 1
+    if value_b < 0.5 - EPSILON:
+        s.blocking_failures += 1
+    if value < 0.5 - EPSILON and len(s.failures) < FAILURES_LISTED:
+        first = next(a for a in scored if a.status == "fail")
+        reason = str(first.record.get("why") or first.record.get("error") or "failed")
+        s.failures.append(
+            EvalFailure(
+                id=case_id, status="fail", reason=reason[:500], advisory=value_b >= 0.5 - EPSILON
+            )
+        )

@@ -1,0 +1,170 @@
+"""Eval suite runs in the store: attempts written in batches, read back as a stream.
+
+A suite run makes one row per case and repeat (``eval_attempts``). A transaction per row would
+cost more than the rest of a case; the writer batches rows and commits every ``batch`` rows or
+``interval`` seconds, and ``flush`` commits what is pending (the engine calls it when a run
+ends, is interrupted or fails). A process killed outright loses at most one batch, which a
+resume runs again. Summaries are computed from the rows, streamed, so memory stays flat.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from coalmine.store.db import transaction
+from coalmine.store.runs import RunStatus, Store
+
+
+class Attempt(NamedTuple):
+    """One case and repeat of a suite, as stored."""
+
+    suite: str
+    case_id: str
+    rep: int
+    status: str
+    """``pass``, ``fail`` or ``error``."""
+    blocks: bool
+    """Whether this fail or error may fail the suite (advisory graders' failures do not)."""
+    score: float | None
+    scores: dict[str, float | None]
+    latency: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost: float | None
+    error_kind: str | None
+    record: dict[str, Any]
+
+
+_INSERT = (
+    "INSERT OR REPLACE INTO eval_attempts (run_id, suite, case_id, rep, status, blocks, score,"
+    " scores, latency, prompt_tokens, completion_tokens, cost, error_kind, record)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class AttemptWriter:
+    """Buffers attempts and writes them in one transaction per batch."""
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        *,
+        batch: int = 512,
+        interval: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.store = store
+        self.run_id = run_id
+        self.batch = batch
+        self.interval = interval
+        self.clock = clock
+        self.pending: list[tuple[Any, ...]] = []
+        self.written = 0
+        self._last = clock()
+
+    def add(self, attempt: Attempt) -> None:
+        """Queue one attempt; commit the batch when it is full or old enough."""
+        a = attempt
+        self.pending.append(
+            (
+                self.run_id,
+                a.suite,
+                a.case_id,
+                a.rep,
+                a.status,
+                int(a.blocks),
+                a.score,
+                json.dumps(a.scores),
+                a.latency,
+                a.prompt_tokens,
+                a.completion_tokens,
+                a.cost,
+                a.error_kind,
+                json.dumps(a.record, ensure_ascii=False),
+            )
+        )
+        if len(self.pending) >= self.batch or self.clock() - self._last >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit every pending attempt."""
+        self._last = self.clock()
+        if not self.pending:
+            return
+        with transaction(self.store.conn) as c:
+            c.executemany(_INSERT, self.pending)
+        self.written += len(self.pending)
+        self.pending.clear()
+
+
+def done_attempts(store: Store, run_id: str) -> set[tuple[str, str, int]]:
+    """``(suite, case id, repeat)`` of every attempt a run has (to resume it)."""
+    rows = store.conn.execute(
+        "SELECT suite, case_id, rep FROM eval_attempts WHERE run_id = ?", (run_id,)
+    )
+    return {(r[0], r[1], r[2]) for r in rows}
+
+
+def iter_attempts(store: Store, run_id: str, suite: str) -> Iterator[Attempt]:
+    """A suite's attempts, grouped by case (ordered by case id, then repeat), streamed."""
+    cursor = store.conn.execute(
+        "SELECT suite, case_id, rep, status, blocks, score, scores, latency, prompt_tokens,"
+        " completion_tokens, cost, error_kind, record FROM eval_attempts"
+        " WHERE run_id = ? AND suite = ? ORDER BY case_id, rep",
+        (run_id, suite),
+    )
+    for row in cursor:
+        yield Attempt(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            bool(row[4]),
+            row[5],
+            json.loads(row[6]),
+            row[7],
+            row[8],
+            row[9],
+            row[10],
+            row[11],
+            json.loads(row[12]),
+        )
+
+
+def save_suite_summary(store: Store, run_id: str, suite: str, summary: dict[str, Any]) -> None:
+    """Store (or replace) the summary of one suite of a run."""
+    with transaction(store.conn) as c:
+        c.execute(
+            "INSERT OR REPLACE INTO eval_suites (run_id, suite, summary) VALUES (?, ?, ?)",
+            (run_id, suite, json.dumps(summary, ensure_ascii=False)),
+        )
+
+
+def suite_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """The stored summaries of a run's suites, by suite name."""
+    rows = store.conn.execute(
+        "SELECT summary FROM eval_suites WHERE run_id = ? ORDER BY suite", (run_id,)
+    )
+    return [json.loads(r[0]) for r in rows]
+
+
+def end_run(
+    store: Store,
+    run_id: str,
+    *,
+    status: RunStatus,
+    ended_at: datetime,
+    results_file: str | None,
+) -> None:
+    """Mark an eval run finished or interrupted."""
+    with transaction(store.conn) as c:
+        c.execute(
+            "UPDATE runs SET status = ?, ended_at = ?, results_file = COALESCE(?, results_file)"
+            " WHERE id = ?",
+            (status, ended_at.astimezone(UTC).isoformat(), results_file, run_id),
+        )
