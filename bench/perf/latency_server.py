@@ -15,7 +15,9 @@ import json
 import sys
 
 
-async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float) -> None:
+async def handle(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float
+) -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -34,8 +36,11 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
                     "object": "chat.completion",
                     "model": "bench-model",
                     "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": answer},
-                         "finish_reason": "stop"}
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": answer},
+                            "finish_reason": "stop",
+                        }
                     ],
                     "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
                 }
