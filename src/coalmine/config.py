@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -120,6 +120,9 @@ class _ConfigFile(BaseModel):
     """Answer repeated agent and judge calls from the response cache."""
     pricing: dict[str, Price] = {}
     """Model name → price per million tokens, for the run's cost."""
+    python_graders: dict[str, Annotated[str, Field(pattern=r"^[\w.]+:[\w.]+$")]] = {}
+    """Name → ``module:function`` (module relative to this file's folder): the only code a
+    suite's ``python`` grader may run. A suite line names one; it cannot name any other."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,7 @@ class Config:
     store: str = DEFAULT_STORE
     cache: bool = False
     pricing: dict[str, Price] = field(default_factory=dict)
+    python_graders: dict[str, str] = field(default_factory=dict)
 
     @property
     def store_path(self) -> Path:
@@ -267,6 +271,7 @@ def load_config(
         store=raw.store,
         cache=raw.cache,
         pricing=raw.pricing,
+        python_graders=raw.python_graders,
     )
 
 

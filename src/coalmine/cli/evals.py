@@ -162,17 +162,29 @@ def run_command(
 
 
 async def _run(plan: EvalPlan, **options: Any) -> EvalOutcome:
-    """Run with Ctrl-C (and SIGTERM) turned into a clean stop."""
-    stop = anyio.Event()
+    """Run with Ctrl-C (and SIGTERM) turned into a stop.
+
+    The first lets the cases in flight finish (so a resume calls nothing twice); the second
+    cancels them.
+    """
+    stop, cancel = anyio.Event(), anyio.Event()
 
     async def watch_signals() -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async for _ in signals:
-                stop.set()
+                if stop.is_set():
+                    cancel.set()
+                else:
+                    stop.set()
+                    click.echo(
+                        "stopping: finishing the cases in flight (press Ctrl-C again to "
+                        "cancel them)",
+                        err=True,
+                    )
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_signals)
-        outcome = await run_evals(plan, stop=stop, **options)
+        outcome = await run_evals(plan, stop=stop, cancel=cancel, **options)
         tg.cancel_scope.cancel()
     return outcome
 

@@ -51,6 +51,8 @@ class GradeContext:
     """The case's grader inputs (an eval suite line's ``expected``, ``relevant``,
     ``expected_tool_calls``, ``forbidden_tools``, ``context``, ``metadata``, ``vars``); only
     the keys the case gave are present. Empty for a canary."""
+    functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """The project's ``python_graders``, loaded: name → function (for the ``python`` grader)."""
 
 
 GradeFn = Callable[[Any, str, GradeContext], Awaitable[Grade]]
@@ -87,6 +89,7 @@ registry: Registry[GraderType] = Registry(
         "coalmine.graders.retrieval",
         "coalmine.graders.tools",
         "coalmine.graders.rubric",
+        "coalmine.graders.python",
     ),
     check=_check,
 )

@@ -11,15 +11,12 @@ call is ``{"name", "arguments", "id"?}`` or an object with those attributes (its
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import sys
 import threading
 import traceback
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import anyio
@@ -27,6 +24,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from coalmine._util.target import TargetError, load_target
 from coalmine.errors import FailureKind, ProviderError
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput, ToolCall
@@ -84,27 +82,10 @@ class PythonProvider:
     def _load(self) -> Callable[..., Any]:
         if self._function is not None:
             return self._function
-        module_name, _, attr_path = self.target.partition(":")
-        folder = str(self.base_dir)
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-        top = sys.modules.get(module_name.split(".")[0])
-        if top is not None and not _defined_under(top, self.base_dir):
-            # Python caches modules by name: a second project's "agents" package would
-            # silently be the first one's. Say so rather than call the wrong function.
-            raise self._error(
-                f"cannot load {self.target!r}: a module named {top.__name__!r} is already "
-                f"imported from {_origin(top)}, not from {folder}; give the package a "
-                "name of its own"
-            )
         try:
-            obj: Any = importlib.import_module(module_name)
-            for attr in attr_path.split("."):
-                obj = getattr(obj, attr)
-        except Exception as exc:  # noqa: BLE001 - any import failure is the agent's error
-            raise self._error(
-                f"cannot load {self.target!r} (from {folder}): {type(exc).__name__}: {exc}"
-            ) from None
+            obj = load_target(self.target, self.base_dir)
+        except TargetError as exc:
+            raise self._error(str(exc)) from None
         if not callable(obj):
             raise self._error(f"{self.target!r} is not callable")
         function: Callable[..., Any] = obj
@@ -186,16 +167,6 @@ def _is_async(function: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
         type(function).__call__
     )
-
-
-def _origin(module: ModuleType) -> str:
-    paths = [getattr(module, "__file__", None), *list(getattr(module, "__path__", []))]
-    return next((str(p) for p in paths if p), "an unknown place")
-
-
-def _defined_under(module: ModuleType, folder: Path) -> bool:
-    paths = [getattr(module, "__file__", None), *list(getattr(module, "__path__", []))]
-    return any(p and Path(p).resolve().is_relative_to(folder.resolve()) for p in paths)
 
 
 def _accepts_two_args(function: Callable[..., Any]) -> bool:

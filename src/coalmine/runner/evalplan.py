@@ -201,10 +201,13 @@ def _plan_suite(
     def check(case: EvalCase) -> str | None:
         if case.agent is not None and case.agent not in planned_agents:
             return _unknown_agent(case.agent, config)
-        return None
+        return _disabled_python_grader(case.graders, config)
 
     index = scan_suite(path, grader_configs=configs, select=keep, check=check)
     meta = index.meta
+    problem = _disabled_python_grader(meta.graders, config)
+    if problem is not None:
+        raise SourceError(problem, path=meta_path)
     if meta.agent is not None:
         meta_agent = config.agents.get(meta.agent)
         if meta_agent is None:
@@ -249,6 +252,19 @@ def _require_agents(index: SuiteIndex, config: Config) -> None:
 
 def _bad(index: SuiteIndex, position: int, message: str) -> BadLine:
     return BadLine(index.path, index.lines[position], message, index.ids[position])
+
+
+def _disabled_python_grader(specs: Sequence[GraderSpec], config: Config) -> str | None:
+    """A ``python`` grader may only name a function the config's ``python_graders`` lists."""
+    for spec in specs:
+        name = spec.config.get("function") if spec.type == "python" else None
+        if isinstance(name, str) and name not in config.python_graders:
+            enabled = ", ".join(sorted(config.python_graders)) or "none"
+            return (
+                f"python grader {name!r}{did_you_mean(name, config.python_graders)} is not "
+                f"enabled: list it under 'python_graders:' in the config (enabled: {enabled})"
+            )
+    return None
 
 
 def _unknown_agent(name: str, config: Config) -> str:

@@ -28,8 +28,9 @@ from coalmine._util.clock import Clock, SystemClock
 from coalmine._util.estimate import MeanEstimate, reduce_repeats
 from coalmine._util.git import read_git_state
 from coalmine._util.hashing import hash_bytes, hash_text
-from coalmine.config import AgentConfig, Price
-from coalmine.errors import GradeError, ProviderError, UsageError
+from coalmine._util.target import TargetError, load_target
+from coalmine.config import AgentConfig, Config, Price
+from coalmine.errors import ConfigError, GradeError, ProviderError, UsageError
 from coalmine.graders.base import GradeContext, GraderType
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeGrade
@@ -114,10 +115,15 @@ async def run_evals(
     hooks: Sequence[Hooks] = (),
     clock: Clock | None = None,
     stop: anyio.Event | None = None,
+    cancel: anyio.Event | None = None,
     reports_dir: Path | None = None,
     command_line: Sequence[str] = (),
 ) -> EvalOutcome:
     """Run every selected case of ``plan``; store, summarise and write each suite's result.
+
+    ``stop`` stops the run gracefully: no case starts after it, and the cases in flight finish
+    (so a resumed run never calls a case twice). ``cancel`` stops it at once: the cases in
+    flight are cancelled (their processes killed) and run again on resume.
 
     Raises:
         ConfigError: a suite needs a judge and none is configured, or an agent cannot be built.
@@ -127,6 +133,7 @@ async def run_evals(
     require_eval_judge(plan, disabled=no_judge)
     clock = clock or SystemClock()
     stop = stop or anyio.Event()
+    exhausted = False
     run_id, started, done = _open_run(store, resume, plan, clock, command_line, concurrency)
     secrets = tuple(_secrets(config))
     wiring = _Wiring(ResponseCache(store) if cache else None, secrets, None, None)
@@ -153,6 +160,7 @@ async def run_evals(
     total = plan.attempts
     env = _Env(
         config.agents,
+        _python_graders(config),
         callers,
         wiring,
         judge,
@@ -165,6 +173,7 @@ async def run_evals(
     )
 
     def items() -> Iterator[tuple[_Suite, SuiteCase, int]]:
+        nonlocal exhausted
         for suite in suites:
             index = suite.planned.index
             with index.path.open("rb") as handle:
@@ -179,7 +188,10 @@ async def run_evals(
                         continue
                     case = index.read(position, handle)
                     for rep in reps:
+                        if stop.is_set():
+                            return
                         yield suite, case, rep
+        exhausted = True
 
     async def work(_: int, item: tuple[_Suite, SuiteCase, int]) -> None:
         suite, case, rep = item
@@ -211,7 +223,8 @@ async def run_evals(
     )
     interrupted = False
     try:
-        interrupted = await run_bounded(items(), work, jobs=concurrency, stop=stop)
+        cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
+        interrupted = cancelled or not exhausted
     finally:
         with anyio.CancelScope(shield=True):
             writer.flush()  # what finished is kept, whatever stopped the run
@@ -244,6 +257,25 @@ async def run_evals(
     code = eval_exit_code(results, plan, interrupted)
     await emit(hooks, "on_eval_end", EvalEnd(run_id, tuple(results), tuple(paths), interrupted))
     return EvalOutcome(run_id, results, paths, code, interrupted)
+
+
+def _python_graders(config: Config) -> dict[str, Any]:
+    """Load the functions ``python_graders:`` enables.
+
+    Raises:
+        ConfigError: one cannot be loaded, or is not callable.
+    """
+    loaded = {}
+    for name, target in config.python_graders.items():
+        try:
+            function = load_target(target, config.base_dir)
+        except TargetError as exc:
+            raise ConfigError(f"python_graders: {name}: {exc}", path=config.path) from None
+        if not callable(function):
+            raise ConfigError(f"python_graders: {name}: {target!r} is not callable",
+                              path=config.path)  # fmt: skip
+        loaded[name] = function
+    return loaded
 
 
 def _progress(counts: _Counts, total: int, resumed: int) -> EvalProgress:
@@ -317,6 +349,8 @@ class _Env:
     """What every case run of an eval run shares."""
 
     agents: Mapping[str, AgentConfig]
+    functions: Mapping[str, Any]
+    """The config's python_graders, loaded."""
     callers: dict[str, Caller]
     wiring: _Wiring
     judge: Caller | None
@@ -377,6 +411,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
         cost=usage.cost if usage is not None else None,
         tool_calls=tuple(output.tool_calls),
         inputs=inputs,
+        functions=env.functions,
     )
     grades: dict[str, Grade] = {}
     blocking: dict[str, bool] = {}
