@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from coalmine._source import (
     Document,
@@ -102,6 +102,15 @@ class Price(BaseModel):
     """Price of prompt tokens served from the provider's prompt cache (default: ``input``)."""
 
 
+_TARGET = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _target(value: str) -> str:
+    if not _TARGET.fullmatch(value):
+        raise ValueError(f"{value!r} is not module:function (e.g. graders.sql:is_valid)")
+    return value
+
+
 class _ConfigFile(BaseModel):
     """The top level of coalmine.yaml (agents are checked against their provider's model)."""
 
@@ -120,7 +129,7 @@ class _ConfigFile(BaseModel):
     """Answer repeated agent and judge calls from the response cache."""
     pricing: dict[str, Price] = {}
     """Model name → price per million tokens, for the run's cost."""
-    python_graders: dict[str, Annotated[str, Field(pattern=r"^[\w.]+:[\w.]+$")]] = {}
+    python_graders: dict[str, Annotated[str, AfterValidator(_target)]] = {}
     """Name → ``module:function`` (module relative to this file's folder): the only code a
     suite's ``python`` grader may run. A suite line names one; it cannot name any other."""
 

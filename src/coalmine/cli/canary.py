@@ -13,7 +13,14 @@ import anyio
 import click
 
 from coalmine.cli.display import DisplayType, make_display
-from coalmine.cli.options import parse_report, root_option, store_option
+from coalmine.cli.options import (
+    cache_option,
+    display_option,
+    parse_report,
+    resume_option,
+    root_option,
+    store_option,
+)
 from coalmine.compare import compare_runs
 from coalmine.errors import ConfigError, UsageError
 from coalmine.reports.base import write_report
@@ -38,15 +45,8 @@ def canary() -> None:
 @store_option
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Canaries run at once (default 1).")
 @click.option("--no-judge", is_flag=True, help="Skip llm-judge graders; weights renormalise.")
-@click.option(
-    "--resume",
-    is_flag=False,
-    flag_value="latest",
-    default=None,
-    metavar="[RUN_ID]",
-    help="Finish an interrupted or killed run (default: the latest unfinished one).",
-)
-@click.option("--cache", is_flag=True, default=None, help="Answer repeated calls from the cache.")
+@resume_option("canary")
+@cache_option
 @click.option("--cache-explain", is_flag=True, help="With --cache: say why each case missed.")
 @click.option(
     "--record",
@@ -86,13 +86,7 @@ def canary() -> None:
     show_default=True,
     help="Print the markdown table, or the result JSON, on stdout.",
 )
-@click.option(
-    "--display",
-    type=click.Choice(["auto", "rich", "plain", "jsonl", "none"]),
-    default="auto",
-    show_default=True,
-    help="Progress on stderr: rich on a terminal, plain lines otherwise.",
-)
+@display_option
 def run_command(
     selectors: tuple[str, ...],
     root: Path,

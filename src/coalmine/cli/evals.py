@@ -13,7 +13,13 @@ import anyio
 import click
 
 from coalmine.cli.display import DisplayType, make_display
-from coalmine.cli.options import root_option, store_option
+from coalmine.cli.options import (
+    cache_option,
+    display_option,
+    resume_option,
+    root_option,
+    store_option,
+)
 from coalmine.errors import ConfigError, UsageError
 from coalmine.results import EvalSuiteResult
 from coalmine.runner.evalplan import EvalPlan, Selection, plan_evals, require_eval_judge
@@ -56,15 +62,8 @@ def eval_group() -> None:
 @click.option("--limit", type=click.IntRange(min=1), help="At most N cases of each suite.")
 @click.option("--shuffle", type=int, metavar="SEED", help="Shuffle each suite's cases (seeded).")
 @click.option("--no-judge", is_flag=True, help="Skip judge graders (llm-rubric, context-…).")
-@click.option(
-    "--resume",
-    is_flag=False,
-    flag_value="latest",
-    default=None,
-    metavar="[RUN_ID]",
-    help="Finish an interrupted or killed eval run (default: the latest unfinished one).",
-)
-@click.option("--cache", is_flag=True, default=None, help="Answer repeated calls from the cache.")
+@resume_option("eval")
+@cache_option
 @click.option(
     "--format",
     "fmt",
@@ -73,13 +72,7 @@ def eval_group() -> None:
     show_default=True,
     help="Print a table of suites, or the suites' result JSON (a list), on stdout.",
 )
-@click.option(
-    "--display",
-    type=click.Choice(["auto", "rich", "plain", "jsonl", "none"]),
-    default="auto",
-    show_default=True,
-    help="Progress on stderr: a bar on a terminal, plain lines otherwise.",
-)
+@display_option
 def run_command(
     suites: tuple[str, ...],
     root: Path,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 root_option = click.option(
     "--root",
@@ -20,6 +24,31 @@ store_option = click.option(
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="The run store's database (default: 'store:' of the config, .coalmine/coalmine.db).",
+)
+
+
+def resume_option(kind: str) -> Callable[[F], F]:
+    """``--resume [RUN_ID]``: finish an unfinished run of ``kind``."""
+    return click.option(
+        "--resume",
+        is_flag=False,
+        flag_value="latest",
+        default=None,
+        metavar="[RUN_ID]",
+        help=f"Finish an interrupted or killed {kind} run (default: the latest unfinished one).",
+    )
+
+
+cache_option = click.option(
+    "--cache", is_flag=True, default=None, help="Answer repeated calls from the cache."
+)
+
+display_option = click.option(
+    "--display",
+    type=click.Choice(["auto", "rich", "plain", "jsonl", "none"]),
+    default="auto",
+    show_default=True,
+    help="Progress on stderr: rich on a terminal, plain lines otherwise.",
 )
 
 

@@ -12,10 +12,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel, ValidationError
 
 from coalmine._util.registry import Registry
-from coalmine.errors import PluginError
+from coalmine.errors import GradeError, PluginError
 from coalmine.results import Grade, ToolCall
 
 
@@ -143,6 +143,17 @@ def grader_configs() -> dict[str, type[BaseModel]]:
 
 
 _C = TypeVar("_C", bound=BaseModel)
+_V = TypeVar("_V")
+
+
+def _not_null(value: _V | None) -> _V:
+    if value is None:
+        raise ValueError("null is not a value; leave 'value' out to use the case's 'expected'")
+    return value
+
+
+NotNull = AfterValidator(_not_null)
+"""Rejects an explicit ``null``; a ``value`` left out (``None``) means the case's ``expected``."""
 
 
 def value_or_expected(config: _C, ctx: GradeContext, grader_name: str, field: str = "value") -> _C:
@@ -156,10 +167,6 @@ def value_or_expected(config: _C, ctx: GradeContext, grader_name: str, field: st
         GradeError: (a config error) neither the config nor the case gives a value, or the
             case's ``expected`` is not valid for the field.
     """
-    from pydantic import ValidationError
-
-    from coalmine.errors import GradeError
-
     if field in config.model_fields_set:
         return config
     if "expected" not in ctx.inputs:

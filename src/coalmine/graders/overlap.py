@@ -24,11 +24,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from coalmine.graders.base import GradeContext, grader, value_or_expected
+from coalmine.graders.base import GradeContext, NotNull, grader, value_or_expected
 from coalmine.results import Grade
 
 ROUGE_THRESHOLD = 0.75
@@ -46,17 +46,6 @@ _CONTRACTIONS = tuple(
 # A sentence ends at . ? or ! before a capital or a digit (js-rouge also knows abbreviations).
 _SENTENCE_END = re.compile(r"(?<=[.?!]) (?=[\"'(\[]*[A-Z0-9])")
 Text = Annotated[str, Field(pattern=r"\S")]
-T = TypeVar("T")
-
-
-def _not_null(value: T | None) -> T:
-    if value is None:
-        raise ValueError("null is not a value; leave 'value' out to use the case's 'expected'")
-    return value
-
-
-NotNull = AfterValidator(_not_null)
-"""Rejects an explicit ``null``; a ``value`` left out (``None``) means the case's ``expected``."""
 
 
 def treebank_tokens(text: str) -> list[str]:

@@ -94,12 +94,12 @@ def _read(result: Any, config: PythonConfig) -> PythonGrade:
         unknown = sorted(set(result) - {"pass", "score", "reason"})
         if unknown or not result.keys() & {"pass", "score"}:
             raise _bad(name, result)
-        raw_pass, score, reason = result.get("pass"), result.get("score"), result.get("reason")
-        if raw_pass is not None and not isinstance(raw_pass, bool):
-            raise _bad(name, result)
-        passed = raw_pass
+        if "pass" in result and not isinstance(result["pass"], bool):
+            raise _bad(name, result)  # None too: a pass is said, never implied
+        passed = result.get("pass")
+        reason = result.get("reason")
         message = None if reason is None else str(reason)
-        result = score if score is not None else float(bool(raw_pass))
+        result = result["score"] if "score" in result else float(bool(passed))
     if isinstance(result, bool):
         score_value = float(result)
     elif isinstance(result, int | float) and math.isfinite(result) and 0 <= result <= 1:

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -33,7 +32,7 @@ from pydantic import (
 
 from coalmine._util.jsonpath import json_equal
 from coalmine.graders._refusal import find_refusal
-from coalmine.graders.base import GradeContext, GradeFn, grader, value_or_expected
+from coalmine.graders.base import GradeContext, GradeFn, NotNull, grader, value_or_expected
 from coalmine.results import Grade
 
 THRESHOLD = 1.0
@@ -62,18 +61,6 @@ def _split_if_string(value: object) -> object:
 
 
 Values = Annotated[list[Text], BeforeValidator(_split_if_string), Field(min_length=1)]
-
-T = TypeVar("T")
-
-
-def _not_null(value: T | None) -> T:
-    if value is None:
-        raise ValueError("null is not a value; leave 'value' out to use the case's 'expected'")
-    return value
-
-
-NotNull = AfterValidator(_not_null)
-"""Rejects an explicit ``null``; a ``value`` left out (``None``) means the case's ``expected``."""
 
 
 class _Config(BaseModel):

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
-import anyio
 import yarl
 
 from coalmine.errors import ProviderError
@@ -187,14 +186,13 @@ async def send(
 ) -> HttpResponse:
     """Send one request under a hard deadline for the whole exchange.
 
-    The outer deadline bounds connect to last byte, so a server that trickles bytes cannot
-    outlast it. ``shown_url`` is what errors name (a URL template, when the real URL carries
-    the prompt).
+    The deadline (aiohttp's ``total``) bounds connect to last byte, so a server that trickles
+    bytes cannot outlast it. ``shown_url`` is what errors name (a URL template, when the real
+    URL carries the prompt).
     """
     shown = shown_url or url
     try:
-        with anyio.fail_after(timeout):
-            return await client.request(method, url, timeout=timeout, json=json, headers=headers)
+        return await client.request(method, url, timeout=timeout, json=json, headers=headers)
     except aiohttp.ClientError as exc:
         raise transport_error(exc, shown, site) from None
     except TimeoutError:

@@ -29,7 +29,7 @@ from coalmine.providers.base import build_provider, default_retries
 from coalmine.providers.replay import Cassette, ReplayProvider
 from coalmine.reports.json import write_result_file
 from coalmine.results import CanaryRun, CaseResult, InvalidSpecRecord, JudgeInfo, RunTotals
-from coalmine.runner.case import Caller, judge_fn, run_case
+from coalmine.runner.case import Caller, judge_fn, load_python_graders, run_case
 from coalmine.runner.events import CaseEnd, CaseStart, Hooks, RunEnd, RunStart, emit
 from coalmine.runner.execute import run_bounded
 from coalmine.runner.gates import exit_code
@@ -103,6 +103,7 @@ async def run_canaries(
     """
     config = plan.config
     require_judge(plan, disabled=no_judge)
+    functions = load_python_graders(config)
     clock = clock or SystemClock()
     t0 = clock.monotonic()
     judge_agent = None if no_judge else config.judge
@@ -173,6 +174,7 @@ async def run_canaries(
                 judge_blocks=bool(judge_info.blocking),
                 pricing=config.pricing,
                 judge_model=judge_info.model,
+                functions=functions,
             )
             spent += sum(u.cost or 0.0 for u in outcome.result.usage.values())
             if store is not None and stored.run_id is not None:
@@ -255,24 +257,39 @@ class _RunRecord:
         started = clock.now()
         if store is None:
             return cls(None, started, {})
-        config = plan.config
-        git = read_git_state(config.root)
-        run_id = store.start_run(
-            NewRun(
-                kind="canary",
-                root=str(config.root),
-                started_at=started,
-                git_commit=git.commit,
-                git_dirty=git.dirty,
-                coalmine_version=_version(),
-                config_hash=hash_bytes(config.path.read_bytes()) if config.path else None,
-                command_line=list(command_line),
-                selectors=list(plan.selectors),
-                options=options,
-                judge=judge,
-            )
+        run_id = start_run_record(
+            store, "canary", plan.config, started, command_line, plan.selectors, options, judge
         )
         return cls(run_id, started, {})
+
+
+def start_run_record(
+    store: Store,
+    kind: str,
+    config: Config,
+    started: datetime,
+    command_line: Sequence[str],
+    selectors: Sequence[str],
+    options: dict[str, object],
+    judge: JudgeInfo | None = None,
+) -> str:
+    """Record a new run of ``kind`` with what identifies it (git state, config hash, options)."""
+    git = read_git_state(config.root)
+    return store.start_run(
+        NewRun(
+            kind=kind,
+            root=str(config.root),
+            started_at=started,
+            git_commit=git.commit,
+            git_dirty=git.dirty,
+            coalmine_version=_version(),
+            config_hash=hash_bytes(config.path.read_bytes()) if config.path else None,
+            command_line=list(command_line),
+            selectors=list(selectors),
+            options=options,
+            judge=judge,
+        )
+    )
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ import anyio
 
 from coalmine._util.clock import Clock
 from coalmine._util.hashing import canonical_json, hash_text
-from coalmine.config import AgentConfig, Price
-from coalmine.errors import AgentTimeout, FailureKind, GradeError, ProviderError
+from coalmine._util.target import TargetError, load_target
+from coalmine.config import AgentConfig, Config, Price
+from coalmine.errors import AgentTimeout, ConfigError, FailureKind, GradeError, ProviderError
 from coalmine.graders.base import GradeContext, JudgeFn, JudgeReply
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeAttempt, JudgeGrade
@@ -202,6 +203,25 @@ def judge_fn_for(judge: Caller, context: CallContext, timeout: float) -> JudgeFn
     return ask
 
 
+def load_python_graders(config: Config) -> dict[str, Any]:
+    """Load the functions ``python_graders:`` enables.
+
+    Raises:
+        ConfigError: one cannot be loaded, or is not callable.
+    """
+    loaded = {}
+    for name, target in config.python_graders.items():
+        try:
+            function = load_target(target, config.base_dir)
+        except TargetError as exc:
+            raise ConfigError(f"python_graders: {name}: {exc}", path=config.path) from None
+        if not callable(function):
+            raise ConfigError(f"python_graders: {name}: {target!r} is not callable",
+                              path=config.path)  # fmt: skip
+        loaded[name] = function
+    return loaded
+
+
 @dataclass(frozen=True)
 class CaseOutcome:
     """A graded case and what the store keeps beside it."""
@@ -222,6 +242,7 @@ async def run_case(
     judge_blocks: bool = False,
     pricing: Mapping[str, Price] | None = None,
     judge_model: str | None = None,
+    functions: Mapping[str, Any] | None = None,
 ) -> CaseOutcome:
     """Call, grade and gate one canary (``judge_blocks``: the judge policy's verdict)."""
     spec = canary.loaded.spec
@@ -264,6 +285,7 @@ async def run_case(
             latency_seconds=None if cache_status == "hit" else round(clock.monotonic() - t0, 3),
             cost=agent_usage.cost if agent_usage is not None else None,
             tool_calls=tuple(output.tool_calls),
+            functions=functions or {},
         )
         graded = await _grade(spec, output.text, ctx, skip_reason, judge_blocks)
         grades, reason, error, calls = graded.grades, graded.reason, graded.error, graded.calls
@@ -370,7 +392,7 @@ async def _grade(
     blocking: dict[str, bool] = {}
     calls: list[JudgeCall] = []
     for grader_spec in spec.expected.graders:
-        key = _grade_key(grader_spec.name or grader_spec.type, grades)
+        key = grade_key(grader_spec.name or grader_spec.type, grades)
         grader = graders.get(grader_spec.type)
         thresholds[key] = grader.threshold
         # A spec may make any grader advisory, but only the judge policy lets a judge block.
@@ -401,7 +423,8 @@ def _judge_calls(key: str, attempts: Sequence[object], prompt_hash: str | None) 
     ]
 
 
-def _grade_key(name: str, taken: Mapping[str, Grade]) -> str:
+def grade_key(name: str, taken: Mapping[str, Grade]) -> str:
+    """``name``, or ``name#2``, ``#3`` … when a grader of that name already graded."""
     if name not in taken:
         return name
     n = 2

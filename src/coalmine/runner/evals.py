@@ -26,11 +26,9 @@ import anyio
 
 from coalmine._util.clock import Clock, SystemClock
 from coalmine._util.estimate import MeanEstimate, reduce_repeats
-from coalmine._util.git import read_git_state
-from coalmine._util.hashing import hash_bytes, hash_text
-from coalmine._util.target import TargetError, load_target
-from coalmine.config import AgentConfig, Config, Price
-from coalmine.errors import ConfigError, GradeError, ProviderError, UsageError
+from coalmine._util.hashing import hash_text
+from coalmine.config import AgentConfig, Price
+from coalmine.errors import GradeError, ProviderError, UsageError
 from coalmine.graders.base import GradeContext, GraderType
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeGrade
@@ -45,8 +43,8 @@ from coalmine.results import (
     Grade,
     GraderMean,
 )
-from coalmine.runner.canary import _judge_info, _secrets, _version, _Wiring
-from coalmine.runner.case import Caller, judge_fn_for
+from coalmine.runner.canary import _judge_info, _secrets, _version, _Wiring, start_run_record
+from coalmine.runner.case import Caller, grade_key, judge_fn_for, load_python_graders
 from coalmine.runner.costs import priced
 from coalmine.runner.evalplan import EvalPlan, PlannedSuite, require_eval_judge
 from coalmine.runner.events import EvalEnd, EvalProgress, EvalStart, Hooks, emit
@@ -63,7 +61,7 @@ from coalmine.store.evals import (
     iter_attempts,
     save_suite_summary,
 )
-from coalmine.store.runs import NewRun, Store
+from coalmine.store.runs import Store
 
 REPORTS_DIR = Path(".coalmine") / "reports" / "evals"
 DEFAULT_CONCURRENCY = 16
@@ -131,10 +129,11 @@ async def run_evals(
     """
     config = plan.config
     require_eval_judge(plan, disabled=no_judge)
+    functions = load_python_graders(config)  # before the run is recorded: a bad one stops it here
     clock = clock or SystemClock()
+    run_id, started, done = _open_run(store, resume, plan, clock, command_line, concurrency)
     stop = stop or anyio.Event()
     exhausted = False
-    run_id, started, done = _open_run(store, resume, plan, clock, command_line, concurrency)
     secrets = tuple(_secrets(config))
     wiring = _Wiring(ResponseCache(store) if cache else None, secrets, None, None)
     callers: dict[str, Caller] = {}
@@ -160,7 +159,7 @@ async def run_evals(
     total = plan.attempts
     env = _Env(
         config.agents,
-        _python_graders(config),
+        functions,
         callers,
         wiring,
         judge,
@@ -259,25 +258,6 @@ async def run_evals(
     return EvalOutcome(run_id, results, paths, code, interrupted)
 
 
-def _python_graders(config: Config) -> dict[str, Any]:
-    """Load the functions ``python_graders:`` enables.
-
-    Raises:
-        ConfigError: one cannot be loaded, or is not callable.
-    """
-    loaded = {}
-    for name, target in config.python_graders.items():
-        try:
-            function = load_target(target, config.base_dir)
-        except TargetError as exc:
-            raise ConfigError(f"python_graders: {name}: {exc}", path=config.path) from None
-        if not callable(function):
-            raise ConfigError(f"python_graders: {name}: {target!r} is not callable",
-                              path=config.path)  # fmt: skip
-        loaded[name] = function
-    return loaded
-
-
 def _progress(counts: _Counts, total: int, resumed: int) -> EvalProgress:
     return EvalProgress(
         done=counts.done + resumed,
@@ -313,30 +293,18 @@ def _open_run(
             raise UsageError(f"run {info.id} already finished; there is nothing to resume")
         store.reopen_run(info.id)
         return info.id, datetime.fromisoformat(info.started_at), done_attempts(store, info.id)
-    config = plan.config
-    git = read_git_state(config.root)
     sel = plan.selection
     started = clock.now()
-    run_id = store.start_run(
-        NewRun(
-            kind="eval",
-            root=str(config.root),
-            started_at=started,
-            git_commit=git.commit,
-            git_dirty=git.dirty,
-            coalmine_version=_version(),
-            config_hash=hash_bytes(config.path.read_bytes()) if config.path else None,
-            command_line=list(command_line),
-            selectors=list(plan.names),
-            options={
-                "filters": list(sel.filters),
-                "limit": sel.limit,
-                "shuffle": sel.shuffle,
-                "repeats": sel.repeats,
-                "reducer": sel.reducer,
-                "concurrency": concurrency,
-            },
-        )
+    options: dict[str, object] = {
+        "filters": list(sel.filters),
+        "limit": sel.limit,
+        "shuffle": sel.shuffle,
+        "repeats": sel.repeats,
+        "reducer": sel.reducer,
+        "concurrency": concurrency,
+    }
+    run_id = start_run_record(
+        store, "eval", plan.config, started, command_line, plan.names, options
     )
     return run_id, started, set()
 
@@ -420,7 +388,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     error_grader: GraderType | None = None
     for spec in case.graders:
         grader = graders.get(spec.type)
-        key = _grade_key(spec.name or spec.type, grades)
+        key = grade_key(spec.name or spec.type, grades)
         blocking[key] = spec.blocking is not False and (env.judge_blocks or not grader.needs_judge)
         if grader.needs_judge and ctx.judge is None:
             grades[key] = Grade(weight=spec.weight, skipped=True, reason="no judge for this run")
@@ -559,15 +527,6 @@ def _scrub(record: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
     escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
     clean = redact(text, [*secrets, *escaped])
     return record if clean == text else dict(json.loads(clean))
-
-
-def _grade_key(name: str, taken: Mapping[str, Grade]) -> str:
-    if name not in taken:
-        return name
-    n = 2
-    while f"{name}#{n}" in taken:
-        n += 1
-    return f"{name}#{n}"
 
 
 # -- the summary ---------------------------------------------------------------------------------
