@@ -199,7 +199,12 @@ def render_suites(results: list[EvalSuiteResult]) -> str:
     for r in results:
         if r.failures:
             lines.append("")
-            lines.append(f"{r.suite_id}: {r.gate.rule} — {r.gate.blocking_failures} blocking")
+            holds = "holds" if r.gate.passed else "fails"
+            n = r.gate.blocking_failures
+            lines.append(
+                f"{r.suite_id} {holds} ({r.gate.rule}); {n} case{'s' if n != 1 else ''} "
+                "failed or errored on graders that may block:"
+            )
             for f in r.failures:
                 mark = "advisory " if f.advisory else ""
                 lines.append(f"  {mark}{f.status.upper()} {f.id}: {f.reason.splitlines()[0]}")
