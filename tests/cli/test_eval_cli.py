@@ -268,3 +268,22 @@ def test_ctrl_c_keeps_finished_cases_and_resume_finishes_without_recalling_them(
     assert result["interrupted"] is False
     again = calls(project)[before:]
     assert sorted(again) == sorted(set(ids) - set(stored))  # no stored case was called again
+
+
+def test_runs_list_and_show_know_eval_runs(project: Project) -> None:
+    setup(project)
+    suite(project, "mix", [case("a", "yes", contains("yes")), case("b", "no", contains("yes"))])
+    assert project.run_cli("eval", "run", "--display", "none").returncode == 1
+    listed = project.run_cli("runs", "list")
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()[:2]
+    assert header.split()[:2] == ["ID", "KIND"]
+    # 1 of 2 cases passed; the run's score is the mean of its suites' scores (one: 0.5)
+    assert row.split()[1] == "eval" and "1/2" in row.split() and "0.50" in row.split()
+    shown = project.run_cli("runs", "show", row.split()[0])
+    assert shown.returncode == 0, shown.stderr
+    assert table(shown.stdout)["mix"][:3] == ["2", "1", "1"]
+    as_json = project.run_cli("runs", "show", row.split()[0], "--format", "json")
+    [result] = json.loads(as_json.stdout)
+    jsonschema.validate(result, SCHEMA)
+    assert (result["suiteId"], result["passed"], result["failed"]) == ("mix", 1, 1)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
+from coalmine.cli.evals import render_suites
 from coalmine.cli.options import root_option, store_option
 from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_markdown
 from coalmine.results import format_score
 from coalmine.runner.history import open_store, read_result_file
+from coalmine.store.evals import suite_results
 
 
 @click.group()
@@ -23,20 +26,31 @@ def runs() -> None:
 @store_option
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 def list_command(root: Path, store_path: Path | None, limit: int) -> int:
-    """List the newest runs: id, label, status, pass count, composite, commit."""
+    """List the newest runs: id, kind, label, status, pass count, score, commit.
+
+    A canary run's score is its mean composite; an eval run's is the mean of its suites' scores.
+    """
     store = open_store(root, path=store_path)
     try:
-        rows = [("ID", "LABEL", "STARTED", "STATUS", "PASSED", "COMPOSITE", "COMMIT")]
+        rows = [("ID", "KIND", "LABEL", "STARTED", "STATUS", "PASSED", "SCORE", "COMMIT")]
         for info in store.list_runs(limit=limit):
             s = info.summary
             passed = f"{s.passed}/{s.total}" if s else f"?/{info.cases}"
             composite = (
                 format_score(s.composite_score) if s and s.composite_score is not None else "—"
             )
+            if info.kind == "eval":
+                suites = suite_results(store, info.id)
+                cases = sum(r.cases for r in suites)
+                passed = f"{sum(r.passed for r in suites)}/{cases}" if suites else "?"
+                composite = (
+                    format_score(sum(r.score for r in suites) / len(suites)) if suites else "—"
+                )
             commit = (info.git_commit or "")[:10] + ("+dirty" if info.git_dirty else "")
             rows.append(
                 (
                     info.id,
+                    info.kind,
                     info.label or "",
                     info.started_at[:19].replace("T", " "),
                     info.status,
@@ -67,9 +81,22 @@ def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int
     """Show a run as it was printed (RUN: id, id prefix, label or 'latest')."""
     store = open_store(root, path=store_path)
     try:
-        record = store.load_run(run)
+        info = store.get_run(run)
+        if info.kind == "eval":
+            suites = suite_results(store, info.id)
+        else:
+            record = store.load_run(run)
     finally:
         store.close()
+    if info.kind == "eval":
+        if fmt == "json":
+            payload = [r.model_dump(mode="json", by_alias=True) for r in suites]
+            click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        elif suites:
+            click.echo(render_suites(suites))
+        else:
+            click.echo(f"eval run {info.id} ({info.status}) has no suite summary yet")
+        return 0
     if fmt == "json":
         click.echo(render_json(record), nl=False)
     else:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from coalmine.results import EvalSuiteResult
 from coalmine.store.db import transaction
 from coalmine.store.runs import RunStatus, Store
 
@@ -151,6 +152,11 @@ def suite_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
         "SELECT summary FROM eval_suites WHERE run_id = ? ORDER BY suite", (run_id,)
     )
     return [json.loads(r[0]) for r in rows]
+
+
+def suite_results(store: Store, run_id: str) -> list[EvalSuiteResult]:
+    """The stored summaries of a run's suites, as result models."""
+    return [EvalSuiteResult.model_validate(s) for s in suite_summaries(store, run_id)]
 
 
 def end_run(
