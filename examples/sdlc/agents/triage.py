@@ -26,9 +26,7 @@ URGENT = ("outage", "down", "injection", "breach", "all users")
 def run(prompt: str, context: Any = None) -> dict[str, Any]:
     """Rank the runbooks for the report in ``prompt`` and guess its severity."""
     words = set(re.findall(r"[a-z]+", prompt.lower()))
-    scored = [
-        (doc, len(words & set(text.split()))) for doc, text in RUNBOOKS.items()
-    ]
+    scored = [(doc, len(words & set(text.split()))) for doc, text in RUNBOOKS.items()]
     ranked = sorted((s for s in scored if s[1] > 0), key=lambda s: (-s[1], s[0]))
     severity = "high" if any(w in prompt.lower() for w in URGENT) else "normal"
     answer = {"retrieved": [doc for doc, _ in ranked], "severity": severity}
