@@ -84,3 +84,31 @@ def test_a_broken_suite_yaml_stops_that_suite_with_its_line(tmp_path: Path) -> N
         load_suite(path, grader_configs=grader_configs())
     assert info.value.line == 2
     assert "unknown key 'repeat' (did you mean 'repeats'?)" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("grader", "says"),
+    [
+        ({"type": "regex", "config": {"value": "(unclosed"}}, "missing ), unterminated subpattern"),
+        ({"type": "is-json", "config": {"value": {"type": "nope"}}}, "invalid JSON Schema"),
+        ({"type": "recall@k", "config": {"k": 0}}, "greater than or equal to 1"),
+    ],
+)
+def test_a_bad_grader_config_is_a_bad_line_naming_file_line_and_case(
+    tmp_path: Path, grader: dict[str, object], says: str
+) -> None:
+    path = write_suite(
+        tmp_path, [{"id": "fine", "prompt": "x", "graders": [{"type": "is-json"}]},
+                   {"id": "broken", "prompt": "x", "graders": [grader]}],
+    )  # fmt: skip
+    suite = load_suite(path, grader_configs=grader_configs())
+    assert [c.case.id for c in suite.cases] == ["fine"]
+    [bad] = suite.bad
+    assert str(bad).startswith(f"{path}:2: case 'broken': ")
+    assert says in str(bad)
+
+
+def test_a_line_without_graders_is_a_bad_line(tmp_path: Path) -> None:
+    path = write_suite(tmp_path, [{"id": "bare", "prompt": "x"}])
+    [bad] = load_suite(path, grader_configs=grader_configs()).bad
+    assert str(bad) == f"{path}:1: case 'bare': no graders: give the case 'graders' (or the suite)"

@@ -103,7 +103,8 @@ class BadLine:
     case_id: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+        case = f"case {self.case_id!r}: " if self.case_id else ""
+        return f"{self.path}:{self.line}: {case}{self.message}"
 
 
 @dataclass(frozen=True)
