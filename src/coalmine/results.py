@@ -183,6 +183,7 @@ class JudgeInfo(BaseModel):
     description: str | None = _extra()
     blocking: bool | None = _extra("Whether llm-judge grades may fail the run.")
     uncalibrated: bool | None = _extra("Blocking only because the config says so.")
+    calibration: str | None = _extra("Why the judge may or may not block (its calibration).")
     inline: bool | None = _extra("True when the judge is written inline, not one of the agents.")
 
     def describe(self) -> str | None:

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from coalmine.errors import ConfigError
+from coalmine.graders.judged import judge_prompt_identity
 from coalmine.providers.base import build_provider
 from coalmine.runner.canary import CanaryOutcome, run_canaries
 from coalmine.runner.case import Caller
@@ -384,7 +385,17 @@ def test_a_calibrated_judge_blocks_without_a_flag(
         # the calibration record names the judge by the hash of its identity
         assert plan.config.judge is not None
         identity = Caller(build_provider(plan.config.judge), plan.config.judge).identity_key()
-        store.record_calibration(identity, may_block=True, record={"kappa": 0.9})
+        # ... and says what the judge was asked: the prompt template and the rubric's hashes
+        [grader] = [
+            g for g in plan.canaries[0].loaded.spec.expected.graders if g.type == "llm-judge"
+        ]
+        asks = judge_prompt_identity(grader.type, grader.config)
+        assert asks is not None
+        record = {
+            "judge_prompt_sha256": asks.template_sha256,
+            "rubric_sha256s": [asks.rubric_sha256],
+        }
+        store.record_calibration(identity, may_block=True, record=record)
         openai_server.enqueue(verdict(2, 1), verdict(2, 1))  # the judge fails: an ERROR
         outcome = anyio.run(partial(run_canaries, plan, store=store))
     finally:
@@ -394,3 +405,34 @@ def test_a_calibrated_judge_blocks_without_a_flag(
     assert outcome.exit_code == 1  # a calibrated judge's failure blocks
     assert outcome.run.judge is not None
     assert (outcome.run.judge.blocking, outcome.run.judge.uncalibrated) == (True, None)
+
+
+def test_a_calibration_for_another_rubric_leaves_the_judge_advisory_and_says_why(
+    project: Project, openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    setup(project, judge_config(openai_server))
+    store = Store.open(tmp_path / "store.db")
+    try:
+        plan = plan_canaries(project.root)
+        assert plan.config.judge is not None
+        identity = Caller(build_provider(plan.config.judge), plan.config.judge).identity_key()
+        [grader] = [
+            g for g in plan.canaries[0].loaded.spec.expected.graders if g.type == "llm-judge"
+        ]
+        asks = judge_prompt_identity(grader.type, grader.config)
+        assert asks is not None
+        # calibrated, then the rubric was edited: the record's rubric hash is another one
+        old = {"judge_prompt_sha256": asks.template_sha256, "rubric_sha256s": ["sha256:old"]}
+        store.record_calibration(identity, may_block=True, record=old)
+        openai_server.enqueue(verdict(2, 1), verdict(2, 1))
+        outcome = anyio.run(partial(run_canaries, plan, store=store))
+    finally:
+        store.close()
+    [case] = outcome.run.results
+    assert (case.verdict, case.reason, case.advisory) == ("ERROR", "judge_error", True)
+    assert outcome.exit_code == 0  # an advisory judge's failure does not fail the run
+    judge = outcome.run.judge
+    assert judge is not None and judge.blocking is False
+    assert judge.calibration is not None and "the rubric changed since its calibration" in (
+        judge.calibration
+    )

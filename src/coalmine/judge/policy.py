@@ -8,7 +8,10 @@ block.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -34,3 +37,95 @@ def judge_policy(*, calibrated_may_block: bool | None, configured_blocking: bool
     if calibrated_may_block is False:
         return JudgePolicy(False, False, "its calibration record does not allow it to block")
     return JudgePolicy(False, False, "it is not calibrated, so it only advises")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A stored calibration record, as the policy reads it."""
+
+    id: int
+    may_block: bool
+    record: Mapping[str, Any]
+    """Holds ``judge_prompt_sha256`` and ``rubric_sha256s``: what the judge was asked."""
+
+
+def grader_policy(
+    calibrations: Sequence[Calibration],
+    asks: tuple[str, str] | None,
+    *,
+    configured_blocking: bool,
+) -> JudgePolicy:
+    """The policy for one judge grader, from its judge's calibrations (newest first).
+
+    ``asks`` is ``(template sha256, rubric sha256)`` of the grader (``None``: no calibration
+    can cover it). A record covers the grader when it was made with the same prompt template
+    and the grader's rubric is among those it calibrated; a judge calibrated only for another
+    rubric, or before the prompt changed, is uncalibrated for this one, and the reason says so.
+    """
+    if asks is None:
+        return judge_policy(calibrated_may_block=None, configured_blocking=configured_blocking)
+    template, rubric = asks
+    for calibration in calibrations:
+        record = calibration.record
+        if record.get("judge_prompt_sha256") == template and rubric in record.get(
+            "rubric_sha256s", ()
+        ):
+            policy = judge_policy(
+                calibrated_may_block=calibration.may_block,
+                configured_blocking=configured_blocking,
+            )
+            return JudgePolicy(
+                policy.blocking, policy.uncalibrated, f"{policy.reason} (#{calibration.id})"
+            )
+    if not calibrations:
+        return judge_policy(calibrated_may_block=None, configured_blocking=configured_blocking)
+    newest = calibrations[0]
+    changed = (
+        "the judge prompt" if newest.record.get("judge_prompt_sha256") != template else "the rubric"
+    )
+    why = (
+        f"{changed} changed since its calibration (#{newest.id}): the hashes differ, so "
+        "the record no longer holds"
+    )
+    return JudgePolicy(configured_blocking, configured_blocking, why)
+
+
+class JudgeGate:
+    """Whether each judge grader of a run may block, decided once per rubric."""
+
+    def __init__(
+        self,
+        calibrations: Sequence[Calibration],
+        *,
+        configured_blocking: bool,
+        identify: Callable[[str, Mapping[str, Any]], tuple[str, str] | None],
+    ):
+        self.calibrations = list(calibrations)
+        self.configured_blocking = configured_blocking
+        self.identify = identify
+        self._seen: dict[str, JudgePolicy] = {}
+
+    def policy(self, grader: str, config: Mapping[str, Any]) -> JudgePolicy:
+        """The policy of a judge grader with this config."""
+        key = grader + "\0" + json.dumps(config, sort_keys=True, default=str)
+        found = self._seen.get(key)
+        if found is None:
+            asks = self.identify(grader, config)
+            found = self._seen[key] = grader_policy(
+                self.calibrations, asks, configured_blocking=self.configured_blocking
+            )
+        return found
+
+    def blocks(self, grader: str, config: Mapping[str, Any]) -> bool:
+        """Whether that grader's failures may fail the run."""
+        return self.policy(grader, config).blocking
+
+    def summary(self) -> JudgePolicy | None:
+        """One policy for the run's report: blocking only if every judge grader may block."""
+        if not self._seen:
+            return None
+        policies = list(self._seen.values())
+        blocking = all(p.blocking for p in policies)
+        uncalibrated = any(p.uncalibrated for p in policies)
+        reasons = sorted({p.reason for p in policies})
+        return JudgePolicy(blocking, uncalibrated, "; ".join(reasons))

@@ -24,12 +24,20 @@ from coalmine._util.git import read_git_state
 from coalmine._util.hashing import hash_bytes
 from coalmine.config import AgentConfig, Config
 from coalmine.errors import UsageError
-from coalmine.judge.policy import judge_policy
+from coalmine.graders.base import registry as graders
+from coalmine.judge.policy import JudgeGate
 from coalmine.providers.base import build_provider, default_retries
 from coalmine.providers.replay import Cassette, ReplayProvider
 from coalmine.reports.json import write_result_file
 from coalmine.results import CanaryRun, CaseResult, InvalidSpecRecord, JudgeInfo, RunTotals
-from coalmine.runner.case import Caller, judge_fn, load_python_graders, run_case
+from coalmine.runner.case import (
+    Caller,
+    judge_fn,
+    judge_gate,
+    load_python_graders,
+    run_case,
+    summarize_gate,
+)
 from coalmine.runner.events import CaseEnd, CaseStart, Hooks, RunEnd, RunStart, emit
 from coalmine.runner.execute import run_bounded
 from coalmine.runner.gates import exit_code
@@ -122,6 +130,7 @@ async def run_canaries(
     )
     callers: dict[str, Caller] = {}
     judge: Caller | None = None
+    gate: JudgeGate | None = None
     results: dict[int, CaseResult] = {}
     secrets = list(wiring.secrets)
     stop = stop or anyio.Event()
@@ -136,15 +145,12 @@ async def run_canaries(
             # A judge that is one of the agents shares that agent's caller, and so its limits.
             judge = callers.get(judge_agent.name) if judge_agent.name in config.agents else None
             judge = judge or wiring.caller(judge_agent)
-            policy = judge_policy(
-                calibrated_may_block=store.judge_may_block(judge.identity_key())
-                if store is not None
-                else None,
-                configured_blocking=config.judge_blocking,
-            )
-            judge_info = judge_info.model_copy(
-                update={"blocking": policy.blocking, "uncalibrated": policy.uncalibrated or None}
-            )
+            gate = judge_gate(store, judge, configured_blocking=config.judge_blocking)
+            for canary in plan.canaries:  # decided before the run, so its start can say it
+                for g in canary.loaded.spec.expected.graders:
+                    if graders.get(g.type).needs_judge:
+                        gate.policy(g.type, g.config)
+            judge_info = summarize_gate(gate, judge_info)
         total = len(todo)
         await emit(
             hooks,
@@ -171,7 +177,7 @@ async def run_canaries(
                 clock=clock,
                 secrets=secrets,
                 skip_reason=skip_reason,
-                judge_blocks=bool(judge_info.blocking),
+                gate=gate,
                 pricing=config.pricing,
                 judge_model=judge_info.model,
                 functions=functions,

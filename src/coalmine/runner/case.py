@@ -20,7 +20,9 @@ from coalmine.config import AgentConfig, Config, Price
 from coalmine.errors import AgentTimeout, ConfigError, FailureKind, GradeError, ProviderError
 from coalmine.graders.base import GradeContext, JudgeFn, JudgeReply
 from coalmine.graders.base import registry as graders
+from coalmine.graders.judged import judge_prompt_identity
 from coalmine.graders.llm_judge import JudgeAttempt, JudgeGrade
+from coalmine.judge.policy import Calibration, JudgeGate, grader_policy
 from coalmine.providers.base import AgentRequest, CallContext, Provider, redact, redact_model
 from coalmine.providers.replay import Cassette
 from coalmine.results import (
@@ -29,6 +31,7 @@ from coalmine.results import (
     CaseResult,
     FailureReason,
     Grade,
+    JudgeInfo,
     Usage,
     Verdict,
     sum_usage,
@@ -39,7 +42,7 @@ from coalmine.runner.limits import RateGate, backoff_delay
 from coalmine.runner.plan import PlannedCanary
 from coalmine.specs.models import CanarySpec
 from coalmine.store.cache import CacheKey, ResponseCache
-from coalmine.store.runs import CaseExtras, JudgeCall
+from coalmine.store.runs import CaseExtras, JudgeCall, Store
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,32 @@ def load_python_graders(config: Config) -> dict[str, Any]:
     return loaded
 
 
+def judge_gate(store: Store | None, judge: Caller, *, configured_blocking: bool) -> JudgeGate:
+    """The judge's calibrations from the store, ready to say which judge graders may block."""
+    rows = store.calibrations(judge.identity_key()) if store is not None else []
+    return JudgeGate(
+        [Calibration(i, may_block, record) for i, may_block, record, _ in rows],
+        configured_blocking=configured_blocking,
+        identify=judge_prompt_identity,
+    )
+
+
+def summarize_gate(gate: JudgeGate, info: JudgeInfo) -> JudgeInfo:
+    """``info`` with the run's judge policy (blocking, uncalibrated, why)."""
+    policy = gate.summary()
+    if policy is None:
+        policy = grader_policy(
+            gate.calibrations, None, configured_blocking=gate.configured_blocking
+        )
+    return info.model_copy(
+        update={
+            "blocking": policy.blocking,
+            "uncalibrated": policy.uncalibrated or None,
+            "calibration": policy.reason,
+        }
+    )
+
+
 @dataclass(frozen=True)
 class CaseOutcome:
     """A graded case and what the store keeps beside it."""
@@ -239,12 +268,12 @@ async def run_case(
     clock: Clock,
     secrets: list[str],
     skip_reason: str,
-    judge_blocks: bool = False,
+    gate: JudgeGate | None = None,
     pricing: Mapping[str, Price] | None = None,
     judge_model: str | None = None,
     functions: Mapping[str, Any] | None = None,
 ) -> CaseOutcome:
-    """Call, grade and gate one canary (``judge_blocks``: the judge policy's verdict)."""
+    """Call, grade and gate one canary (``gate``: which judge graders may block)."""
     spec = canary.loaded.spec
     t0 = clock.monotonic()
     request = AgentRequest(
@@ -287,12 +316,12 @@ async def run_case(
             tool_calls=tuple(output.tool_calls),
             functions=functions or {},
         )
-        graded = await _grade(spec, output.text, ctx, skip_reason, judge_blocks)
+        graded = await _grade(spec, output.text, ctx, skip_reason, gate)
         grades, reason, error, calls = graded.grades, graded.reason, graded.error, graded.calls
         blocking = graded.blocking
         if error is not None:
             verdict, composite = "ERROR", None
-            advisory = advisory or (reason == "judge_error" and not judge_blocks)
+            advisory = advisory or (reason == "judge_error" and not graded.error_blocks)
         elif all(g.score is None for g in grades.values()):
             verdict, composite, reason = "ERROR", None, "no_graders"
             error = "every grader was skipped, so nothing graded this canary"
@@ -381,10 +410,12 @@ class _Graded:
     reason: FailureReason | None
     error: str | None
     calls: list[JudgeCall]
+    error_blocks: bool = True
+    """Whether the grader that could not grade may block (a judge's only when calibrated)."""
 
 
 async def _grade(
-    spec: CanarySpec, text: str, ctx: GradeContext, skip_reason: str, judge_blocks: bool
+    spec: CanarySpec, text: str, ctx: GradeContext, skip_reason: str, gate: JudgeGate | None
 ) -> _Graded:
     """Run every grader of ``spec``; stop at the first that cannot grade."""
     grades: dict[str, Grade] = {}
@@ -396,7 +427,11 @@ async def _grade(
         grader = graders.get(grader_spec.type)
         thresholds[key] = grader.threshold
         # A spec may make any grader advisory, but only the judge policy lets a judge block.
-        may_block = judge_blocks if grader.needs_judge else True
+        may_block = (
+            gate is not None and gate.blocks(grader_spec.type, grader_spec.config)
+            if grader.needs_judge
+            else True
+        )
         blocking[key] = spec.blocking and may_block and grader_spec.blocking is not False
         if grader.needs_judge and ctx.judge is None:
             grades[key] = Grade(weight=grader_spec.weight, skipped=True, reason=skip_reason)
@@ -407,7 +442,7 @@ async def _grade(
         except GradeError as exc:
             calls += _judge_calls(key, exc.judge_calls, exc.prompt_sha256)
             reason: FailureReason = "judge_error" if grader.needs_judge else "grader_error"
-            return _Graded(grades, thresholds, blocking, reason, str(exc), calls)
+            return _Graded(grades, thresholds, blocking, reason, str(exc), calls, may_block)
         if isinstance(grade, JudgeGrade):
             calls += _judge_calls(key, grade.calls, grade.prompt_sha256)
         update = {"weight": grader_spec.weight, "detail": grade.explain() or None}

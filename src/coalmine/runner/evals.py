@@ -32,7 +32,7 @@ from coalmine.errors import GradeError, ProviderError, UsageError
 from coalmine.graders.base import GradeContext, GraderType
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeGrade
-from coalmine.judge.policy import judge_policy
+from coalmine.judge.policy import JudgeGate
 from coalmine.providers.base import AgentRequest, CallContext, redact
 from coalmine.results import (
     OUTPUT_LIMIT,
@@ -44,7 +44,13 @@ from coalmine.results import (
     GraderMean,
 )
 from coalmine.runner.canary import _judge_info, _secrets, _version, _Wiring, start_run_record
-from coalmine.runner.case import Caller, grade_key, judge_fn_for, load_python_graders
+from coalmine.runner.case import (
+    Caller,
+    grade_key,
+    judge_fn_for,
+    judge_gate,
+    load_python_graders,
+)
 from coalmine.runner.costs import priced
 from coalmine.runner.evalplan import EvalPlan, PlannedSuite, require_eval_judge
 from coalmine.runner.events import EvalEnd, EvalProgress, EvalStart, Hooks, emit
@@ -140,19 +146,12 @@ async def run_evals(
     judge: Caller | None = None
     judge_info = _judge_info(config, no_judge)
     judge_agent = None if no_judge else config.judge
-    judge_blocks = False
+    gate: JudgeGate | None = None
     if judge_agent is not None:
         judge = wiring.caller(judge_agent)
         if judge_agent.name in config.agents:
             callers[judge_agent.name] = judge  # an agent that also judges shares its limits
-        policy = judge_policy(
-            calibrated_may_block=store.judge_may_block(judge.identity_key()),
-            configured_blocking=config.judge_blocking,
-        )
-        judge_blocks = policy.blocking
-        judge_info = judge_info.model_copy(
-            update={"blocking": policy.blocking, "uncalibrated": policy.uncalibrated or None}
-        )
+        gate = judge_gate(store, judge, configured_blocking=config.judge_blocking)
     suites = [_Suite(s) for s in plan.suites]
     writer = AttemptWriter(store, run_id)
     counts = _Counts()
@@ -163,7 +162,7 @@ async def run_evals(
         callers,
         wiring,
         judge,
-        judge_blocks,
+        gate,
         clock,
         list(secrets),
         config.defaults.timeout_seconds,
@@ -322,7 +321,8 @@ class _Env:
     callers: dict[str, Caller]
     wiring: _Wiring
     judge: Caller | None
-    judge_blocks: bool
+    gate: JudgeGate | None
+    """Which judge graders may block (by their judge's calibration)."""
     clock: Clock
     secrets: list[str]
     timeout: float
@@ -386,17 +386,21 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     gates: set[str] = set()
     error: GradeError | None = None
     error_grader: GraderType | None = None
+    error_key = ""
     for spec in case.graders:
         grader = graders.get(spec.type)
         key = grade_key(spec.name or spec.type, grades)
-        blocking[key] = spec.blocking is not False and (env.judge_blocks or not grader.needs_judge)
+        may_block = not grader.needs_judge or (
+            env.gate is not None and env.gate.blocks(spec.type, spec.config)
+        )
+        blocking[key] = spec.blocking is not False and may_block
         if grader.needs_judge and ctx.judge is None:
             grades[key] = Grade(weight=spec.weight, skipped=True, reason="no judge for this run")
             continue
         try:
             grade = await grader.grade(suite_config(suite, spec, grader), output.text, ctx)
         except GradeError as exc:
-            error, error_grader = exc, grader
+            error, error_grader, error_key = exc, grader, key
             break
         if getattr(grade, "gate", False):
             gates.add(key)
@@ -426,7 +430,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
         assert error_grader is not None
         kind = "config" if error.config else ("judge" if error_grader.needs_judge else "grader")
         record["error"] = f"case {case_id!r}: {error}"
-        blocks = kind != "judge" or env.judge_blocks
+        blocks = kind != "judge" or blocking[error_key]
         return Attempt(
             planned.name, case_id, rep, "error", blocks, None, scores, latency, prompt_tokens,
             completion_tokens, cost, kind, _scrub(record, secrets),

@@ -253,18 +253,26 @@ class Store:
                 [(run_id, i.path, i.line, i.id, i.reason) for i in invalid],
             )
 
-    def record_calibration(
-        self, judge_key: str, *, may_block: bool, record: dict[str, Any]
-    ) -> None:
-        """Store a judge's calibration outcome (the newest one counts)."""
+    def record_calibration(self, judge_key: str, *, may_block: bool, record: dict[str, Any]) -> int:
+        """Store a judge's calibration outcome (the newest one counts) and return its id."""
         with transaction(self.conn) as c:
-            c.execute(
+            cursor = c.execute(
                 "INSERT INTO judge_calibrations (judge_key, may_block, record, created_at)"
                 " VALUES (?, ?, ?, ?)",
                 (judge_key, int(may_block), json.dumps(record), datetime.now(UTC).isoformat()),
             )
+        return int(cursor.lastrowid or 0)
 
     # -- reading ---------------------------------------------------------------------------
+
+    def calibrations(self, judge_key: str) -> list[tuple[int, bool, dict[str, Any], str]]:
+        """A judge's calibration records, newest first: ``(id, may_block, record, created_at)``."""
+        rows = self.conn.execute(
+            "SELECT id, may_block, record, created_at FROM judge_calibrations"
+            " WHERE judge_key = ? ORDER BY id DESC",
+            (judge_key,),
+        ).fetchall()
+        return [(r[0], bool(r[1]), json.loads(r[2]), r[3]) for r in rows]
 
     def judge_may_block(self, judge_key: str) -> bool | None:
         """What the newest calibration of the judge says; ``None`` if it was never calibrated."""
