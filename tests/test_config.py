@@ -160,7 +160,7 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
     assert error.line == 3
     assert error.reason == (
         "unknown key 'agnets' (did you mean 'agents'?); "
-        "valid keys: agents, cache, defaults, judge, pricing, python_graders, routing, store"
+        "valid keys: agents, cache, defaults, judge, judge_calibration, pricing, python_graders, routing, store"
     )
 
 

@@ -111,6 +111,22 @@ def _target(value: str) -> str:
     return value
 
 
+class CalibrationLimits(BaseModel):
+    """What a calibration must show before its judge may block (``judge_calibration:``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    max_false_pass_rate: float = Field(0.05, ge=0, le=1)
+    """The false-pass rate must be under this."""
+    max_false_block_rate: float = Field(0.10, ge=0, le=1)
+    """The false-block rate must be under this."""
+    min_kappa: float = Field(0.6, ge=-1, le=1)
+    min_stability: float = Field(0.95, ge=0, le=1)
+    """Share of held-out items whose verdict is the same on every rerun."""
+    min_heldout: int = Field(30, ge=1)
+    """Held-out items (with a human verdict and a judge verdict) needed at least."""
+
+
 class _ConfigFile(BaseModel):
     """The top level of coalmine.yaml (agents are checked against their provider's model)."""
 
@@ -130,6 +146,8 @@ class _ConfigFile(BaseModel):
     pricing: dict[str, Price] = {}
     """Model name → price per million tokens, for the run's cost."""
     python_graders: dict[str, Annotated[str, AfterValidator(_target)]] = {}
+    judge_calibration: CalibrationLimits = CalibrationLimits()
+    """What a judge's calibration must show before its failures may fail a run."""
     """Name → ``module:function`` (module relative to this file's folder): the only code a
     suite's ``python`` grader may run. A suite line names one; it cannot name any other."""
 
@@ -171,6 +189,7 @@ class Config:
     cache: bool = False
     pricing: dict[str, Price] = field(default_factory=dict)
     python_graders: dict[str, str] = field(default_factory=dict)
+    judge_calibration: CalibrationLimits = CalibrationLimits()
 
     @property
     def store_path(self) -> Path:
@@ -281,6 +300,7 @@ def load_config(
         cache=raw.cache,
         pricing=raw.pricing,
         python_graders=raw.python_graders,
+        judge_calibration=raw.judge_calibration,
     )
 
 

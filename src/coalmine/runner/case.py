@@ -194,11 +194,17 @@ def judge_fn(judge: Caller, canary: PlannedCanary, timeout: float) -> JudgeFn:
     return judge_fn_for(judge, context, timeout)
 
 
-def judge_fn_for(judge: Caller, context: CallContext, timeout: float) -> JudgeFn:
-    """Return the callable judge graders use to ask ``judge`` (for the case of ``context``)."""
+def judge_fn_for(
+    judge: Caller, context: CallContext, timeout: float, *, repeat: int = 0
+) -> JudgeFn:
+    """Return the callable judge graders use to ask ``judge`` (for the case of ``context``).
+
+    ``repeat`` numbers reruns of the same judge prompt: each has its own cache entry.
+    """
 
     async def ask(prompt: str) -> JudgeReply:
-        output = (await judge.call(AgentRequest(prompt, context, timeout), timeout)).output
+        request = AgentRequest(prompt, context, timeout)
+        output = (await judge.call(request, timeout, repeat=repeat)).output
         model = output.model or getattr(judge.agent.settings, "model", None)
         name = model or f"{judge.agent.provider}:{judge.agent.name}"
         return JudgeReply(output.text, name, output.usage)

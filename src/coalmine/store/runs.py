@@ -253,9 +253,23 @@ class Store:
                 [(run_id, i.path, i.line, i.id, i.reason) for i in invalid],
             )
 
-    def record_calibration(self, judge_key: str, *, may_block: bool, record: dict[str, Any]) -> int:
-        """Store a judge's calibration outcome (the newest one counts) and return its id."""
+    def record_calibration(
+        self,
+        judge_key: str,
+        *,
+        may_block: bool,
+        record: dict[str, Any],
+        replies: dict[str, list[str]] | None = None,
+    ) -> int:
+        """Store a judge's calibration outcome (the newest one counts) and return its id.
+
+        ``replies`` (item id → the judge's raw replies) go to the artifacts, and the record
+        keeps their names under ``replies``, for a later audit.
+        """
         with transaction(self.conn) as c:
+            if replies:
+                names = {k: [self.artifacts.put(t) for t in v] for k, v in replies.items()}
+                record = {**record, "replies": names}
             cursor = c.execute(
                 "INSERT INTO judge_calibrations (judge_key, may_block, record, created_at)"
                 " VALUES (?, ?, ?, ?)",

@@ -1,0 +1,182 @@
+"""From judged, labelled items to the figures of a calibration and its verdict (pure).
+
+The dev split only picks the score threshold that best separates the humans' pass from fail
+(balanced accuracy); every figure is computed on the held-out split, so a judge is never graded
+on the items its threshold was fitted to. An item's judge verdict is the majority of its reruns
+at that threshold (a tie fails); an item the humans were unsure of, or that the judge could not
+grade on any rerun, is counted and left out of the rates.
+
+A judge may block when, on at least ``min_heldout`` held-out items, its false-pass rate and
+false-block rate are under their limits, Cohen's kappa with the humans reaches ``min_kappa``
+and its verdicts are stable across reruns (``min_stability``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from coalmine.config import CalibrationLimits
+from coalmine.judge import stats
+from coalmine.judge.labels import LabelledItem
+
+SCHEMA = "coalmine.judge.calibration.v1"
+
+
+@dataclass
+class JudgedItem:
+    """A labelled item and every score the judges gave it."""
+
+    item: LabelledItem
+    scores: list[float | None]
+    """The primary judge's score on each rerun (``None``: that rerun could not grade)."""
+    quorum: dict[str, float | None] = field(default_factory=dict)
+    """Another judge of the quorum → its score."""
+
+    @property
+    def human(self) -> str | None:
+        """The labellers' majority verdict (``None``: unsure)."""
+        return stats.majority_label([label.verdict for label in self.item.labels])
+
+    def verdicts(self, threshold: float) -> list[str]:
+        """The primary judge's verdict on each rerun that graded."""
+        return ["pass" if s >= threshold else "fail" for s in self.scores if s is not None]
+
+    def verdict(self, threshold: float) -> str | None:
+        """The majority of the reruns (a tie fails); ``None`` when no rerun graded."""
+        runs = self.verdicts(threshold)
+        if not runs:
+            return None
+        return "pass" if 2 * runs.count("pass") > len(runs) else "fail"
+
+    def mean_score(self) -> float | None:
+        """The mean of the reruns' scores."""
+        got = [s for s in self.scores if s is not None]
+        return sum(got) / len(got) if got else None
+
+
+def _rate(rate: stats.Rate) -> dict[str, Any]:
+    return {"value": rate.value, "successes": rate.successes, "n": rate.n, "ci95": rate.ci95}
+
+
+def _figures(human: Sequence[str], judge: Sequence[str]) -> dict[str, Any]:
+    c = stats.confusion(human, judge)
+    return {
+        "confusion": {"tp": c.tp, "fp": c.fp, "tn": c.tn, "fn": c.fn},
+        "agreement": _rate(stats.agreement(c)),
+        "kappa": stats.cohen_kappa(human, judge) if human else None,
+        "precision": _rate(stats.precision(c)),
+        "recall": _rate(stats.recall(c)),
+        "f1": stats.f1(c),
+        "false_pass_rate": _rate(stats.false_pass_rate(c)),
+        "false_block_rate": _rate(stats.false_block_rate(c)),
+    }
+
+
+def summarize(
+    judged: Sequence[JudgedItem],
+    *,
+    default_threshold: float,
+    limits: CalibrationLimits,
+    quorum_names: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The figures of a calibration and whether its judge may block (``may_block``)."""
+    dev = [j for j in judged if j.item.assigned_split == "dev"]
+    heldout = [j for j in judged if j.item.assigned_split == "heldout"]
+    tuning = [(j.mean_score(), j.human) for j in dev]
+    pairs = [(s, h) for s, h in tuning if s is not None and h is not None]
+    threshold = stats.best_threshold(
+        [s for s, _ in pairs], [h for _, h in pairs], default=default_threshold
+    )
+    usable = [j for j in heldout if j.human is not None and j.verdict(threshold) is not None]
+    human = [j.human for j in usable if j.human is not None]
+    judge = [v for j in usable if (v := j.verdict(threshold)) is not None]
+    figures = _figures(human, judge)
+    stability = stats.rerun_stability([j.verdicts(threshold) for j in usable])
+    spread = stats.score_spread([[s for s in j.scores if s is not None] for j in usable])
+    pairs_of_humans = [
+        decisive[:2]
+        for j in heldout
+        if len(decisive := [lb.verdict for lb in j.item.labels if lb.verdict != "unsure"]) >= 2
+    ]
+    human_kappa = (
+        stats.cohen_kappa([a for a, _ in pairs_of_humans], [b for _, b in pairs_of_humans])
+        if pairs_of_humans
+        else None
+    )
+    record: dict[str, Any] = {
+        "schema": SCHEMA,
+        "n_items": len(judged),
+        "n_dev": len(dev),
+        "n_heldout": len(usable),
+        "n_unsure": sum(1 for j in judged if j.human is None),
+        "n_errors": sum(1 for j in judged if all(s is None for s in j.scores)),
+        "threshold": threshold,
+        **figures,
+        "human_kappa": human_kappa,
+        "rerun_stability": _rate(stability),
+        "score_spread": spread,
+        "reruns": max((len(j.scores) for j in judged), default=0),
+        "quorum_disagreement": None,
+        "quorum": None,
+    }
+    if quorum_names:
+        record.update(_quorum(usable, threshold, default_threshold, quorum_names, human))
+    reasons = _why_not(record, limits)
+    record["limits"] = limits.model_dump()
+    record["may_block"] = not reasons
+    record["why_not"] = reasons
+    return record
+
+
+def _quorum(
+    usable: Sequence[JudgedItem],
+    threshold: float,
+    default_threshold: float,
+    names: Sequence[str],
+    human: Sequence[str],
+) -> dict[str, Any]:
+    """The quorum's majority verdicts, their figures and how often the judges disagree."""
+    rows = []
+    for j in usable:
+        verdict = j.verdict(threshold)
+        row = [verdict] if verdict is not None else []
+        for name in names:
+            score = j.quorum.get(name)
+            if score is not None:  # the other judges use their grader's own threshold
+                row.append("pass" if score >= default_threshold else "fail")
+        rows.append(row)
+    majority, disagreement = stats.quorum(rows)
+    return {
+        "quorum_disagreement": _rate(disagreement),
+        "quorum": {"judges": list(names), **_figures(human, majority)},
+    }
+
+
+def _why_not(record: Mapping[str, Any], limits: CalibrationLimits) -> list[str]:
+    """Each limit the calibration misses, in words (empty: the judge may block)."""
+    reasons = []
+    if record["n_heldout"] < limits.min_heldout:
+        reasons.append(
+            f"{record['n_heldout']} held-out items with a verdict; at least "
+            f"{limits.min_heldout} are needed"
+        )
+    checks = (
+        ("false_pass_rate", limits.max_false_pass_rate, "false-pass rate", True),
+        ("false_block_rate", limits.max_false_block_rate, "false-block rate", True),
+        ("rerun_stability", limits.min_stability, "rerun stability", False),
+    )
+    for key, limit, label, upper in checks:
+        value = record[key]["value"]
+        if value is None:
+            reasons.append(f"no {label}: no held-out item to measure it on")
+        elif upper and not value < limit:
+            reasons.append(f"{label} {value:.3f} is not under {limit:g}")
+        elif not upper and value < limit:
+            reasons.append(f"{label} {value:.3f} is under {limit:g}")
+    kappa = record["kappa"]
+    if kappa is None or kappa < limits.min_kappa:
+        shown = "none" if kappa is None else f"{kappa:.3f}"
+        reasons.append(f"kappa {shown} is under {limits.min_kappa:g}")
+    return reasons
