@@ -358,6 +358,7 @@ class EvalSuiteResult(_Camel):
     failures: list[EvalFailure] = []
     interrupted: bool = False
     coalmine_version: str | None = None
+    unstable: int = Field(0, description="Case runs whose judge reruns straddled the threshold.")
 
 
 def eval_result_json_schema() -> dict[str, Any]:

@@ -24,7 +24,8 @@ def scripted_judge(received: Received) -> Reply:
     prompt = received.body["messages"][-1]["content"]
     response = re.search(r"<response-(\w+)>\n(.*?)\n</response-\1>", prompt, re.S)
     assert response is not None
-    kind, number = re.fullmatch(r"(GOOD|BAD)-(\d+)", response.group(2)).groups()  # type: ignore[union-attr]
+    # the verbosity check pads the output: the judge reads what it starts with
+    kind, number = re.match(r"(GOOD|BAD)-(\d+)", response.group(2)).groups()  # type: ignore[union-attr]
     score = 1 if kind == "GOOD" else 0
     if received.body["model"] == "judge-lax" and kind == "BAD" and int(number) % 5 == 0:
         score = 1
@@ -89,14 +90,18 @@ def test_a_judge_that_disagrees_at_a_known_rate_stays_advisory(
     # held-out: 30 GOOD all passed (tp 30, fn 0); of 30 BAD, n in 45 55 65 75 85 95 passed
     assert record["confusion"] == {"tp": 30, "fp": 6, "tn": 24, "fn": 0}
     assert record["n_heldout"] == 60 and record["n_dev"] == 40
-    assert record["false_pass_rate"]["value"] == 6 / 30  # 0.2
-    assert record["false_block_rate"]["value"] == 0.0
-    assert record["agreement"]["value"] == 54 / 60  # 0.9
+    assert record["false_pass_rate"] == 6 / 30  # 0.2
+    assert record["intervals"]["false_pass_rate"]["successes"] == 6
+    assert record["false_block_rate"] == 0.0
+    assert record["agreement"] == 54 / 60  # 0.9
     # p_o 0.9; judge passes 36/60, humans 30/60: p_e = 0.6·0.5 + 0.4·0.5 = 0.5 → (0.9−0.5)/0.5
     assert abs(record["kappa"] - 0.8) < 1e-12
     assert record["human_kappa"] == 1.0
-    assert record["rerun_stability"]["value"] == 1.0
+    assert record["rerun_stability"] == 1.0
     assert record["quorum_disagreement"] is None
+    # every held-out item was also asked padded; this judge ignores the padding
+    assert record["verbosity_flip_rate"] == 0.0
+    assert record["intervals"]["verbosity_flip_rate"]["n"] == 60
     assert (code, record["may_block"]) == (1, False)
     assert record["why_not"] == ["false-pass rate 0.200 is not under 0.05"]
     assert record["judge_prompt_sha256"].startswith("sha256:")
@@ -114,7 +119,7 @@ def test_an_agreeing_judge_may_block_until_the_rubric_is_edited(
     setup(project, openai_server, "judge-strict")
     code, record = calibrate(project, "judge-strict")
     assert record["confusion"] == {"tp": 30, "fp": 0, "tn": 30, "fn": 0}
-    assert (record["kappa"], record["false_pass_rate"]["value"]) == (1.0, 0.0)
+    assert (record["kappa"], record["false_pass_rate"]) == (1.0, 0.0)
     assert (code, record["may_block"], record["why_not"]) == (0, True, [])
     suite(project, CRITERIA)
     run = project.run_cli("eval", "run", "--display", "none", "--format", "json")
@@ -126,6 +131,31 @@ def test_an_agreeing_judge_may_block_until_the_rubric_is_edited(
     again = project.run_cli("eval", "run", "--display", "none", "--format", "json")
     [result] = json.loads(again.stdout)
     assert (again.returncode, result["failed"], result["gate"]["blockingFailures"]) == (0, 1, 0)
-    report = project.run_cli("judge", "report")
+    html = project.root / "out" / "calibration.html"
+    report = project.run_cli("judge", "report", "--html", str(html))
     assert report.returncode == 0 and "MAY BLOCK" in report.stdout
     assert "judge pass               30           0" in report.stdout
+    page = html.read_text(encoding="utf-8")
+    assert '<span class="block">may block</span>' in page
+    assert '<tr><th>judge pass</th><td class="num">30</td><td class="num">0</td></tr>' in page
+    assert "<script" not in page
+
+
+def test_a_quorum_reports_how_often_its_judges_disagree(
+    project: Project, openai_server: FakeOpenAI
+) -> None:
+    setup(project, openai_server, "judge-strict")
+    proc = project.run_cli(
+        "judge", "calibrate", str(project.root / "labels" / "correctness.jsonl"),
+        "--judge", "judge-strict", "--quorum", "judge-lax", "--reruns", "1",
+        "--no-verbosity-check", "--format", "json",
+    )  # fmt: skip
+    record = json.loads(proc.stdout)
+    # lax also passes BAD 45 55 65 75 85 95: the two judges disagree on 6 of 60 held-out items
+    assert record["quorum_disagreement"] == 6 / 60
+    # a 1–1 split fails, so the majority is the strict judge's verdict on every item
+    assert record["quorum"]["judges"] == ["judge-lax"]
+    assert record["quorum"]["confusion"] == {"tp": 30, "fp": 0, "tn": 30, "fn": 0}
+    assert record["verbosity_flip_rate"] is None  # the check was switched off
+    table = project.run_cli("judge", "report", "--judge", "judge-strict")
+    assert "quorum disagreement 0.100" in table.stdout

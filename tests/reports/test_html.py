@@ -179,7 +179,7 @@ HEADER = """\
 <div><dt>Invalid specs</dt><dd>1</dd></div>
 <div><dt>Interrupted</dt><dd>no</dd></div>
 </dl>
-<p id="judge"><strong>Judge:</strong> openai, judge-model — a test judge</p>
+<p id="judge"><strong>Judge:</strong> openai, judge-model (advisory until calibrated) — a test judge</p>
 """
 
 ROW = """\

@@ -16,6 +16,7 @@ from coalmine.cli.display import DisplayType, make_display
 from coalmine.cli.options import (
     cache_option,
     display_option,
+    judge_reruns_option,
     parse_report,
     resume_option,
     root_option,
@@ -87,6 +88,7 @@ def canary() -> None:
     help="Print the markdown table, or the result JSON, on stdout.",
 )
 @display_option
+@judge_reruns_option
 def run_command(
     selectors: tuple[str, ...],
     root: Path,
@@ -104,6 +106,7 @@ def run_command(
     reports: tuple[str, ...],
     fmt: str,
     display: DisplayType,
+    judge_reruns: int,
 ) -> int:
     """Run the canaries under bench/canaries/ (or only SELECTORS, e.g. qa-001).
 
@@ -148,7 +151,7 @@ def run_command(
                 partial(
                     _run, plan, store=store, resume=resume_id, jobs=jobs, no_judge=no_judge,
                     cache=use_cache, hooks=hook_list, command_line=sys.argv, record=record_to,
-                    replay=replay_from, max_cost=max_cost,
+                    replay=replay_from, max_cost=max_cost, judge_reruns=judge_reruns,
                 )
             )  # fmt: skip
         run = outcome.run

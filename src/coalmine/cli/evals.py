@@ -16,6 +16,7 @@ from coalmine.cli.display import DisplayType, make_display
 from coalmine.cli.options import (
     cache_option,
     display_option,
+    judge_reruns_option,
     resume_option,
     root_option,
     store_option,
@@ -73,6 +74,7 @@ def eval_group() -> None:
     help="Print a table of suites, or the suites' result JSON (a list), on stdout.",
 )
 @display_option
+@judge_reruns_option
 def run_command(
     suites: tuple[str, ...],
     root: Path,
@@ -88,6 +90,7 @@ def run_command(
     cache: bool | None,
     fmt: str,
     display: DisplayType,
+    judge_reruns: int,
 ) -> int:
     """Run eval suites: every harness/evals/*.jsonl, or the SUITES named (names or paths).
 
@@ -129,6 +132,7 @@ def run_command(
                 partial(
                     _run, plan, store=store, concurrency=concurrency, resume=resume_id,
                     no_judge=no_judge, cache=use_cache, hooks=[hooks], command_line=sys.argv,
+                    judge_reruns=judge_reruns,
                 )
             )  # fmt: skip
     finally:

@@ -1,8 +1,10 @@
-"""``coalmine judge calibrate|report|redteam``: judges that come with evidence."""
+"""``coalmine judge calibrate|report|redteam|label``: judges that come with evidence."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -12,19 +14,21 @@ import click
 
 from coalmine.cli.options import root_option, store_option
 from coalmine.errors import ConfigError, UsageError
-from coalmine.judge.labels import load_labels
+from coalmine.judge.labels import Verdict, load_labels
 from coalmine.providers.base import CallContext
+from coalmine.reports.calibration import render_calibrations_html
 from coalmine.runner.calibrate import calibrate
 from coalmine.runner.canary import _secrets, _Wiring
 from coalmine.runner.case import judge_fn_for
 from coalmine.runner.history import project_config
+from coalmine.runner.labelling import Asked, Draft, LabelFile, plan_labelling, run_candidates
 from coalmine.runner.redteam import RedTeamReport, load_pack, run_redteam
 from coalmine.store.runs import Store
 
 
 @click.group("judge")
 def judge_group() -> None:
-    """Calibrate the judge against human labels, report it, test it against injections."""
+    """Label outputs, calibrate the judge against the labels, report it, test it on injections."""
 
 
 _format_option = click.option(
@@ -52,6 +56,10 @@ _format_option = click.option(
     help="Judge calls in flight at once.",
 )  # fmt: skip
 @click.option("--no-cache", is_flag=True, help="Ask the judge again instead of the cache.")
+@click.option(
+    "--no-verbosity-check", is_flag=True,
+    help="Skip asking about each held-out output padded with filler.",
+)  # fmt: skip
 @_format_option
 def calibrate_command(
     labels: Path,
@@ -62,6 +70,7 @@ def calibrate_command(
     quorum: str | None,
     concurrency: int,
     no_cache: bool,
+    no_verbosity_check: bool,
     fmt: str,
 ) -> int:
     """Judge every item of LABELS (JSONL), compare with the humans, store the record.
@@ -81,6 +90,7 @@ def calibrate_command(
             partial(
                 calibrate, config, label_set, store=store, judge=judge_name, reruns=reruns,
                 quorum=names, concurrency=concurrency, cache=not no_cache,
+                verbosity=not no_verbosity_check,
             )
         )  # fmt: skip
     finally:
@@ -99,8 +109,14 @@ def calibrate_command(
 @root_option
 @store_option
 @click.option("--judge", "judge_name", help="Only this agent's calibrations.")
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the calibrations as an HTML page here.",
+)  # fmt: skip
 @_format_option
-def report_command(root: Path, store_path: Path | None, judge_name: str | None, fmt: str) -> int:
+def report_command(
+    root: Path, store_path: Path | None, judge_name: str | None, html_path: Path | None, fmt: str
+) -> int:
     """Show the newest calibration of each judge (or of --judge): figures and intervals."""
     config = project_config(root)
     store = Store.open(store_path or config.store_path)
@@ -124,6 +140,9 @@ def report_command(root: Path, store_path: Path | None, judge_name: str | None, 
         click.echo(json.dumps(list(newest.values()), indent=2, ensure_ascii=False))
     else:
         click.echo("\n\n".join(render_calibration(r) for r in newest.values()))
+    if html_path is not None:
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        html_path.write_text(render_calibrations_html(list(newest.values())), encoding="utf-8")
     return 0
 
 
@@ -174,11 +193,13 @@ def redteam_command(
     return 0
 
 
-def _pct(rate: dict[str, Any] | None) -> str:
-    if not rate or rate.get("value") is None:
+def _pct(record: dict[str, Any], key: str) -> str:
+    value = record.get(key)
+    interval = (record.get("intervals") or {}).get(key)
+    if value is None or not interval:
         return "—"
-    low, high = rate["ci95"]
-    return f"{rate['value']:.3f}  ({low:.3f}–{high:.3f})  {rate['successes']}/{rate['n']}"
+    low, high = interval["ci95"]
+    return f"{value:.3f}  ({low:.3f}–{high:.3f})  {interval['successes']}/{interval['n']}"
 
 
 def render_calibration(record: dict[str, Any]) -> str:
@@ -197,18 +218,20 @@ def render_calibration(record: dict[str, Any]) -> str:
         f"held-out items      {record['n_heldout']} (dev {record['n_dev']}, unsure "
         f"{record['n_unsure']}, judge errors {record['n_errors']})",
         f"threshold           {record['threshold']:g} (picked on the dev split)",
-        f"agreement           {_pct(record['agreement'])}",
+        f"agreement           {_pct(record, 'agreement')}",
         f"kappa               {'—' if kappa is None else f'{kappa:.3f}'}"
         + ("" if human_kappa is None else f"  (human–human {human_kappa:.3f})"),
-        f"false-pass rate     {_pct(record['false_pass_rate'])}",
-        f"false-block rate    {_pct(record['false_block_rate'])}",
-        f"precision (pass)    {_pct(record['precision'])}",
-        f"recall (pass)       {_pct(record['recall'])}",
+        f"false-pass rate     {_pct(record, 'false_pass_rate')}",
+        f"false-block rate    {_pct(record, 'false_block_rate')}",
+        f"precision (pass)    {_pct(record, 'precision')}",
+        f"recall (pass)       {_pct(record, 'recall')}",
         f"F1 (pass)           {'—' if record['f1'] is None else format(record['f1'], '.3f')}",
-        f"rerun stability     {_pct(record['rerun_stability'])} over {record['reruns']} reruns",
+        f"rerun stability     {_pct(record, 'rerun_stability')} over {record['reruns']} reruns",
     ]
-    if record.get("quorum_disagreement"):
-        lines.append(f"quorum disagreement {_pct(record['quorum_disagreement'])}")
+    if record.get("verbosity_flip_rate") is not None:
+        lines.append(f"verbosity flips     {_pct(record, 'verbosity_flip_rate')} (padded output)")
+    if record.get("quorum_disagreement") is not None:
+        lines.append(f"quorum disagreement {_pct(record, 'quorum_disagreement')}")
     lines += [
         "",
         "                 human pass  human fail",
@@ -216,3 +239,189 @@ def render_calibration(record: dict[str, Any]) -> str:
         f"judge fail       {c['fn']:>10}  {c['tn']:>10}",
     ]
     return "\n".join(lines)
+
+
+# -- coalmine judge label ----------------------------------------------------------------------
+
+_SHOWN = 4000
+"""Characters of a prompt or an output shown (the file keeps them whole)."""
+_VERDICTS: dict[str, Verdict] = {"p": "pass", "f": "fail", "u": "unsure"}
+_QUESTION = "[p]ass [f]ail [u]nsure [s]kip [q]uit: "
+
+
+@judge_group.command("label")
+@click.argument("run_ref", metavar="RUN")
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="The calibration set (JSONL) to write; labelling it again resumes.",
+)  # fmt: skip
+@click.option("--labeller", help="Your name on the labels (default: $USER, else 'me').")
+@click.option(
+    "--criteria", "criteria_options", multiple=True, metavar="NAME=DESCRIPTION",
+    help="Judge every case against this criterion (repeat for more).",
+)  # fmt: skip
+@click.option("--rubric", help="Judge every case against this rubric instead.")
+@click.option("--notes", is_flag=True, help="Ask for a note after each pass, fail or unsure.")
+@root_option
+@store_option
+def label_command(
+    run_ref: str,
+    out: Path,
+    labeller: str | None,
+    criteria_options: tuple[str, ...],
+    rubric: str | None,
+    notes: bool,
+    root: Path,
+    store_path: Path | None,
+) -> int:
+    """Label the cases of RUN (a canary or eval run) by hand, into a calibration set.
+
+    Shows each case's prompt, output and criteria (--criteria, else --rubric, else what the
+    case's judge grader asks) and reads one key on a terminal, one line otherwise: p pass,
+    f fail, u unsure, s skip (asked again next time), q quit. Every answer is written to --out
+    at once; run the command again to go on where you stopped. An item someone else labelled
+    gets your label added to its line (you are shown it as stored, never their verdict).
+    """
+    if criteria_options and rubric is not None:
+        raise UsageError("give --criteria or --rubric, not both")
+    criteria = _parse_criteria(criteria_options)
+    asked = Asked(criteria=criteria) if criteria else Asked(rubric=rubric) if rubric else None
+    name = labeller or os.environ.get("USER") or "me"
+    config = project_config(root)
+    store = Store.open(store_path or config.store_path)
+    try:
+        info = store.get_run(run_ref)
+        run_root = Path(info.root) if Path(info.root).is_dir() else root.resolve()
+        candidates = run_candidates(store, info, root=run_root)
+    finally:
+        store.close()
+    if info.status != "finished":
+        click.echo(f"warning: run {info.id} is {info.status}; labelling the cases it has", err=True)
+    file = LabelFile(out, name)
+    for bad in file.bad:
+        click.echo(f"warning: {bad} (the line is kept as it is)", err=True)
+    plan = plan_labelling(candidates, file, asked=asked)
+    if plan.missing:
+        shown = ", ".join(plan.missing[:5]) + (", …" if len(plan.missing) > 5 else "")
+        raise UsageError(
+            f"{len(plan.missing)} case(s) of run {info.id} have no llm-judge or llm-rubric "
+            f"grader to say what they are judged against ({shown}); pass --criteria "
+            "NAME=DESCRIPTION (repeat for more) or --rubric TEXT"
+        )
+    if not candidates:
+        click.echo(f"run {info.id} has no case with a prompt and an output to label")
+    answers = _Answers()
+    tally = {"pass": 0, "fail": 0, "unsure": 0}
+    skipped = 0
+    total = len(plan.drafts)
+    try:
+        for n, draft in enumerate(plan.drafts, 1):
+            click.echo(_show(draft, n, total))
+            answer = _ask(answers)
+            if answer is None or answer == "q":
+                break
+            if answer == "s":
+                skipped += 1
+                continue
+            verdict = _VERDICTS[answer]
+            note = _ask_note(answers) if notes else None
+            file.add(draft, verdict, note)
+            tally[verdict] += 1
+    except KeyboardInterrupt:
+        click.echo()
+    labelled = sum(tally.values())
+    before = f" ({plan.done} labelled before)" if plan.done else ""
+    click.echo(
+        f"labelled {labelled} ({tally['pass']} pass, {tally['fail']} fail, {tally['unsure']} "
+        f"unsure), skipped {skipped}, remaining {total - labelled}{before}: {out}"
+    )
+    return 0
+
+
+def _parse_criteria(values: tuple[str, ...]) -> dict[str, str]:
+    criteria: dict[str, str] = {}
+    for value in values:
+        name, _, description = value.partition("=")
+        name = name.strip()
+        if not name:
+            raise UsageError(f"--criteria {value!r}: write NAME=DESCRIPTION")
+        if name in criteria:
+            raise UsageError(f"--criteria {name!r} is given twice")
+        criteria[name] = description.strip()
+    return criteria
+
+
+def _cut(text: str) -> str:
+    if len(text) <= _SHOWN:
+        return text
+    return f"{text[:_SHOWN]}\n[… cut here: {_SHOWN} of {len(text)} characters shown]"
+
+
+def _show(draft: Draft, n: int, total: int) -> str:
+    lines = ["", f"[{n}/{total}] {draft.id}"]
+    if draft.stored:
+        lines.append("(already in the file with someone else's label: shown as stored)")
+    if draft.differs:
+        lines.append("(this run's output differs from the stored one; label the stored one)")
+    lines += ["--- prompt ---", _cut(draft.prompt), "--- output ---", _cut(draft.output)]
+    if draft.context:
+        context = draft.context if isinstance(draft.context, str) else "\n".join(draft.context)
+        lines += ["--- context ---", _cut(context)]
+    criteria = draft.asked.criteria
+    if criteria is not None:
+        lines.append("--- criteria ---")
+        if isinstance(criteria, dict):
+            lines += [f"  {k}: {v}" if v else f"  {k}" for k, v in criteria.items()]
+        else:
+            lines += [f"  {k}" for k in criteria]
+    else:
+        lines += ["--- rubric ---", draft.asked.rubric or ""]
+    return "\n".join(lines)
+
+
+class _Answers:
+    """One key an answer on a terminal (``click.getchar``), one line an answer from a pipe."""
+
+    def __init__(self) -> None:
+        self.stdin = sys.stdin
+        self.tty = self.stdin.isatty()
+
+    def key(self) -> str | None:
+        """The answer; ``None`` at the end of input (or Ctrl-C, Ctrl-D on a terminal)."""
+        if self.tty:
+            try:
+                key = click.getchar()
+            except (EOFError, KeyboardInterrupt):
+                click.echo()
+                return None
+            click.echo(key if key.isprintable() else "")
+            return key
+        line = self.stdin.readline()
+        click.echo()
+        return line.strip() if line else None
+
+    def line(self) -> str | None:
+        """A line of text; ``None`` at the end of input."""
+        line = self.stdin.readline()
+        if not self.tty:
+            click.echo()
+        return line.rstrip("\r\n") if line else None
+
+
+def _ask(answers: _Answers) -> str | None:
+    """``p``, ``f``, ``u``, ``s`` or ``q``; ``None`` at the end of input."""
+    while True:
+        click.echo(_QUESTION, nl=False)
+        got = answers.key()
+        if got is None:
+            return None
+        first = got[:1].lower()
+        if first in ("p", "f", "u", "s", "q"):
+            return first
+        click.echo(f"{got!r}? answer p, f, u, s or q")
+
+
+def _ask_note(answers: _Answers) -> str | None:
+    click.echo("note (enter to skip): ", nl=False)
+    text = answers.line()
+    return (text.strip() or None) if text else None

@@ -43,6 +43,14 @@ cache_option = click.option(
     "--cache", is_flag=True, default=None, help="Answer repeated calls from the cache."
 )
 
+judge_reruns_option = click.option(
+    "--judge-reruns",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Ask the judge N times per judge grade; the majority decides, a split is flagged.",
+)
+
 display_option = click.option(
     "--display",
     type=click.Choice(["auto", "rich", "plain", "jsonl", "none"]),

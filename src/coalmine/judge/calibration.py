@@ -8,7 +8,9 @@ grade on any rerun, is counted and left out of the rates.
 
 A judge may block when, on at least ``min_heldout`` held-out items, its false-pass rate and
 false-block rate are under their limits, Cohen's kappa with the humans reaches ``min_kappa``
-and its verdicts are stable across reruns (``min_stability``).
+and its verdicts are stable across reruns (``min_stability``). The verbosity check (the same
+output padded with filler that adds nothing) is reported, not gated: ``verbosity_flip_rate`` is
+the share of held-out items whose verdict the padding changed.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class JudgedItem:
     """The primary judge's score on each rerun (``None``: that rerun could not grade)."""
     quorum: dict[str, float | None] = field(default_factory=dict)
     """Another judge of the quorum → its score."""
+    padded: float | None = None
+    """The primary judge's score for the same output padded with filler (verbosity check)."""
 
     @property
     def human(self) -> str | None:
@@ -56,21 +60,29 @@ class JudgedItem:
         return sum(got) / len(got) if got else None
 
 
-def _rate(rate: stats.Rate) -> dict[str, Any]:
-    return {"value": rate.value, "successes": rate.successes, "n": rate.n, "ci95": rate.ci95}
+def _rates(rates: Mapping[str, stats.Rate]) -> dict[str, Any]:
+    """Each rate as a plain number, and its count and interval under ``intervals``."""
+    out: dict[str, Any] = {key: rate.value for key, rate in rates.items()}
+    out["intervals"] = {
+        key: {"successes": r.successes, "n": r.n, "ci95": r.ci95} for key, r in rates.items()
+    }
+    return out
 
 
 def _figures(human: Sequence[str], judge: Sequence[str]) -> dict[str, Any]:
     c = stats.confusion(human, judge)
+    rates = {
+        "agreement": stats.agreement(c),
+        "precision": stats.precision(c),
+        "recall": stats.recall(c),
+        "false_pass_rate": stats.false_pass_rate(c),
+        "false_block_rate": stats.false_block_rate(c),
+    }
     return {
         "confusion": {"tp": c.tp, "fp": c.fp, "tn": c.tn, "fn": c.fn},
-        "agreement": _rate(stats.agreement(c)),
         "kappa": stats.cohen_kappa(human, judge) if human else None,
-        "precision": _rate(stats.precision(c)),
-        "recall": _rate(stats.recall(c)),
         "f1": stats.f1(c),
-        "false_pass_rate": _rate(stats.false_pass_rate(c)),
-        "false_block_rate": _rate(stats.false_block_rate(c)),
+        **_rates(rates),
     }
 
 
@@ -115,7 +127,7 @@ def summarize(
         "threshold": threshold,
         **figures,
         "human_kappa": human_kappa,
-        "rerun_stability": _rate(stability),
+        "rerun_stability": stability.value,
         "score_spread": spread,
         "reruns": max((len(j.scores) for j in judged), default=0),
         "quorum_disagreement": None,
@@ -123,6 +135,20 @@ def summarize(
     }
     if quorum_names:
         record.update(_quorum(usable, threshold, default_threshold, quorum_names, human))
+        record["intervals"]["quorum_disagreement"] = record["quorum"]["disagreement"]
+    checked = [j for j in usable if j.padded is not None]
+    flips = sum(
+        (j.padded is not None and j.padded >= threshold) != (j.verdict(threshold) == "pass")
+        for j in checked
+    )
+    flip_rate = stats.Rate.of(flips, len(checked))
+    record["verbosity_flip_rate"] = flip_rate.value
+    record["intervals"].update(
+        {
+            key: {"successes": r.successes, "n": r.n, "ci95": r.ci95}
+            for key, r in (("rerun_stability", stability), ("verbosity_flip_rate", flip_rate))
+        }
+    )
     reasons = _why_not(record, limits)
     record["limits"] = limits.model_dump()
     record["may_block"] = not reasons
@@ -149,8 +175,16 @@ def _quorum(
         rows.append(row)
     majority, disagreement = stats.quorum(rows)
     return {
-        "quorum_disagreement": _rate(disagreement),
-        "quorum": {"judges": list(names), **_figures(human, majority)},
+        "quorum_disagreement": disagreement.value,
+        "quorum": {
+            "judges": list(names),
+            "disagreement": {
+                "successes": disagreement.successes,
+                "n": disagreement.n,
+                "ci95": disagreement.ci95,
+            },
+            **_figures(human, majority),
+        },
     }
 
 
@@ -168,7 +202,7 @@ def _why_not(record: Mapping[str, Any], limits: CalibrationLimits) -> list[str]:
         ("rerun_stability", limits.min_stability, "rerun stability", False),
     )
     for key, limit, label, upper in checks:
-        value = record[key]["value"]
+        value = record[key]
         if value is None:
             reasons.append(f"no {label}: no held-out item to measure it on")
         elif upper and not value < limit:

@@ -49,7 +49,7 @@ def render_html(run: CanaryRun, *, comparison: Comparison | None = None) -> str:
         if grade.skipped
     }
     moved = [c for c in comparison.shared if _deltas(c)] if comparison is not None else []
-    template = _environment().get_template("run.html")
+    template = template_environment().get_template("run.html")
     return template.render(
         run=run,
         comparison=comparison,
@@ -107,7 +107,8 @@ def _csp_hash(script: str) -> str:
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
+    """The Jinja environment of the package's HTML templates (autoescape on, strict)."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("coalmine.reports", "templates"),
         autoescape=True,

@@ -117,6 +117,8 @@ def render_markdown(
         else:
             power = "advisory until calibrated"
         lines += ["", f"**Judge:** {run.judge.describe()} ({power}){about}"]
+        if run.judge.calibration:
+            lines.append(f"_Calibration: {run.judge.calibration}._")
     if s.unpriced_models:
         lines += ["", f"_No price for {', '.join(s.unpriced_models)}: add them under `pricing:` "
                       "in coalmine.yaml to see the whole cost._"]  # fmt: skip

@@ -33,6 +33,12 @@ from coalmine.runner.case import Caller, judge_fn_for
 from coalmine.store.cache import ResponseCache
 from coalmine.store.runs import Store
 
+PADDING = (
+    "\n\nTo restate the answer above in other words, for completeness: the answer above is "
+    "the answer, as written, and this paragraph adds nothing to it. " * 3
+).rstrip()
+"""Filler that adds length and nothing else (the verbosity check)."""
+
 OUTPUT_SCHEMAS = {"llm-judge": "llm-judge/criteria-v1", "llm-rubric": "llm-rubric/pass-score-v1"}
 
 
@@ -71,6 +77,7 @@ async def calibrate(
     quorum: Sequence[str] = (),
     concurrency: int = 8,
     cache: bool = True,
+    verbosity: bool = True,
 ) -> CalibrationOutcome:
     """Judge every labelled item, compute the calibration, store its record.
 
@@ -93,7 +100,9 @@ async def calibrate(
     replies: dict[str, list[str]] = {}
     limiter = anyio.CapacityLimiter(concurrency)
 
-    async def grade(item: LabelledItem, caller: Caller, repeat: int) -> float | None:
+    async def grade(
+        item: LabelledItem, caller: Caller, repeat: int, output: str | None = None
+    ) -> float | None:
         ctx = GradeContext(
             case_id=item.id,
             prompt=item.prompt,
@@ -109,7 +118,9 @@ async def calibrate(
         async with limiter:
             try:
                 grade = await grader.grade(
-                    grader.config.model_validate(item.grader_config), item.output, ctx
+                    grader.config.model_validate(item.grader_config),
+                    item.output if output is None else output,
+                    ctx,
                 )
             except GradeError as exc:
                 texts = [getattr(c, "reply", None) for c in exc.judge_calls]
@@ -126,6 +137,8 @@ async def calibrate(
             j.scores[repeat] = await grade(j.item, callers[primary.name], repeat)
         for other in others:
             j.quorum[other.name] = await grade(j.item, callers[other.name], 0)
+        if verbosity and j.item.assigned_split == "heldout":
+            j.padded = await grade(j.item, callers[primary.name], 0, j.item.output + PADDING)
 
     try:
         async with anyio.create_task_group() as tg:

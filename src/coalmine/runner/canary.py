@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -26,13 +27,14 @@ from coalmine.config import AgentConfig, Config
 from coalmine.errors import UsageError
 from coalmine.graders.base import registry as graders
 from coalmine.judge.policy import JudgeGate
-from coalmine.providers.base import build_provider, default_retries
+from coalmine.providers.base import CallContext, build_provider, default_retries
 from coalmine.providers.replay import Cassette, ReplayProvider
 from coalmine.reports.json import write_result_file
 from coalmine.results import CanaryRun, CaseResult, InvalidSpecRecord, JudgeInfo, RunTotals
 from coalmine.runner.case import (
     Caller,
     judge_fn,
+    judge_fn_for,
     judge_gate,
     load_python_graders,
     run_case,
@@ -86,6 +88,7 @@ async def run_canaries(
     record: Path | None = None,
     replay: Path | None = None,
     max_cost: float | None = None,
+    judge_reruns: int = 1,
 ) -> CanaryOutcome:
     """Run the canaries of ``plan``, record them in ``store``, write the result file.
 
@@ -104,6 +107,7 @@ async def run_canaries(
         record: write every answer agents and the judge really gave to this cassette.
         replay: answer every call from this cassette; nothing is called, no network is used.
         max_cost: stop (resumably) before starting a case once the run has cost this much.
+        judge_reruns: ask the judge this many times per judge grade; the majority decides.
 
     Raises:
         ConfigError: a canary needs a judge and none is configured, or an agent cannot be built.
@@ -181,6 +185,8 @@ async def run_canaries(
                 pricing=config.pricing,
                 judge_model=judge_info.model,
                 functions=functions,
+                judge_reruns=judge_reruns,
+                judge_for=_reruns_of(judge, canary, timeout) if judge is not None else None,
             )
             spent += sum(u.cost or 0.0 for u in outcome.result.usage.values())
             if store is not None and stored.run_id is not None:
@@ -228,6 +234,12 @@ async def run_canaries(
         )
     await emit(hooks, "on_run_end", RunEnd(run, path))
     return CanaryOutcome(run, path, exit_code(run))
+
+
+def _reruns_of(judge: Caller, canary: PlannedCanary, timeout: float) -> Any:
+    """The judge of ``canary``'s reruns: rerun ``r`` has its own cache entry."""
+    context = CallContext(canary.loaded.id, judge.agent.name, canary.loaded.spec.phase)
+    return lambda repeat: judge_fn_for(judge, context, timeout, repeat=repeat)
 
 
 @dataclass(frozen=True)

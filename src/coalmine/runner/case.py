@@ -18,7 +18,7 @@ from coalmine._util.hashing import canonical_json, hash_text
 from coalmine._util.target import TargetError, load_target
 from coalmine.config import AgentConfig, Config, Price
 from coalmine.errors import AgentTimeout, ConfigError, FailureKind, GradeError, ProviderError
-from coalmine.graders.base import GradeContext, JudgeFn, JudgeReply
+from coalmine.graders.base import GradeContext, GraderType, JudgeFn, JudgeReply
 from coalmine.graders.base import registry as graders
 from coalmine.graders.judged import judge_prompt_identity
 from coalmine.graders.llm_judge import JudgeAttempt, JudgeGrade
@@ -257,6 +257,58 @@ def summarize_gate(gate: JudgeGate, info: JudgeInfo) -> JudgeInfo:
     )
 
 
+async def grade_with_reruns(
+    grader: GraderType,
+    config: Any,
+    text: str,
+    ctx: GradeContext,
+    *,
+    reruns: int,
+    judge_for: Callable[[int], JudgeFn] | None,
+) -> Grade:
+    """Grade once, or, for a judge grader with ``reruns`` > 1, ask the judge that many times.
+
+    The reruns (each its own cache entry) vote: the grade passes when most reruns pass (a tie
+    fails). Its score is the lower median of the reruns' scores, so an even split scores on
+    the failing side; ``reruns`` lists the scores and ``spread`` their range. Reruns that
+    straddle the threshold make the grade ``unstable``: flagged, never silently flipped.
+    """
+    if reruns <= 1 or not grader.needs_judge or judge_for is None:
+        return await grader.grade(config, text, ctx)
+    grades: list[Grade | None] = [None] * reruns
+
+    async def one(repeat: int) -> None:
+        grades[repeat] = await grader.grade(config, text, replace(ctx, judge=judge_for(repeat)))
+
+    async with anyio.create_task_group() as tg:
+        for repeat in range(reruns):
+            tg.start_soon(one, repeat)
+    done = [g for g in grades if g is not None]
+    scores = [g.score for g in done if g.score is not None]
+    if len(scores) < len(done) or not scores:
+        return done[0]  # a skipped grade: nothing to vote on
+    passes = sum(bool(g.passed) for g in done)
+    median = sorted(done, key=lambda g: g.score or 0.0)[(len(done) - 1) // 2]
+    return median.model_copy(
+        update={
+            "passed": 2 * passes > len(done),
+            "reruns": scores,
+            "spread": round(max(scores) - min(scores), 6),
+            "unstable": (0 < passes < len(done)) or None,
+        }
+    )
+
+
+def unstable_warnings(grades: Mapping[str, Grade]) -> list[str]:
+    """One warning for each judge grade whose reruns straddled its threshold."""
+    return [
+        f"unstable: {key} reruns straddle the threshold (scores "
+        f"{', '.join(f'{s:g}' for s in getattr(g, 'reruns', []))})"
+        for key, g in grades.items()
+        if getattr(g, "unstable", False)
+    ]
+
+
 @dataclass(frozen=True)
 class CaseOutcome:
     """A graded case and what the store keeps beside it."""
@@ -278,6 +330,8 @@ async def run_case(
     pricing: Mapping[str, Price] | None = None,
     judge_model: str | None = None,
     functions: Mapping[str, Any] | None = None,
+    judge_reruns: int = 1,
+    judge_for: Callable[[int], JudgeFn] | None = None,
 ) -> CaseOutcome:
     """Call, grade and gate one canary (``gate``: which judge graders may block)."""
     spec = canary.loaded.spec
@@ -322,7 +376,9 @@ async def run_case(
             tool_calls=tuple(output.tool_calls),
             functions=functions or {},
         )
-        graded = await _grade(spec, output.text, ctx, skip_reason, gate)
+        graded = await _grade(
+            spec, output.text, ctx, skip_reason, gate, reruns=judge_reruns, judge_for=judge_for
+        )
         grades, reason, error, calls = graded.grades, graded.reason, graded.error, graded.calls
         blocking = graded.blocking
         if error is not None:
@@ -357,7 +413,7 @@ async def run_case(
         prompt=spec.prompt,
         output=text[:OUTPUT_LIMIT] if text is not None else None,
         output_truncated=(len(text) > OUTPUT_LIMIT) or None if text is not None else None,
-        warnings=output.warnings if output is not None else [],
+        warnings=[*(output.warnings if output is not None else []), *unstable_warnings(grades)],
         cache=cache_status,
         error_kind=error_kind,
         attempts=attempts if attempts > 1 else None,
@@ -421,7 +477,14 @@ class _Graded:
 
 
 async def _grade(
-    spec: CanarySpec, text: str, ctx: GradeContext, skip_reason: str, gate: JudgeGate | None
+    spec: CanarySpec,
+    text: str,
+    ctx: GradeContext,
+    skip_reason: str,
+    gate: JudgeGate | None,
+    *,
+    reruns: int = 1,
+    judge_for: Callable[[int], JudgeFn] | None = None,
 ) -> _Graded:
     """Run every grader of ``spec``; stop at the first that cannot grade."""
     grades: dict[str, Grade] = {}
@@ -444,7 +507,9 @@ async def _grade(
             continue
         config = grader.config.model_validate(grader_spec.config)
         try:
-            grade = await grader.grade(config, text, ctx)
+            grade = await grade_with_reruns(
+                grader, config, text, ctx, reruns=reruns, judge_for=judge_for
+            )
         except GradeError as exc:
             calls += _judge_calls(key, exc.judge_calls, exc.prompt_sha256)
             reason: FailureReason = "judge_error" if grader.needs_judge else "grader_error"

@@ -29,7 +29,7 @@ from coalmine._util.estimate import MeanEstimate, reduce_repeats
 from coalmine._util.hashing import hash_text
 from coalmine.config import AgentConfig, Price
 from coalmine.errors import GradeError, ProviderError, UsageError
-from coalmine.graders.base import GradeContext, GraderType
+from coalmine.graders.base import GradeContext, GraderType, JudgeFn
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeGrade
 from coalmine.judge.policy import JudgeGate
@@ -47,9 +47,11 @@ from coalmine.runner.canary import _judge_info, _secrets, _version, _Wiring, sta
 from coalmine.runner.case import (
     Caller,
     grade_key,
+    grade_with_reruns,
     judge_fn_for,
     judge_gate,
     load_python_graders,
+    unstable_warnings,
 )
 from coalmine.runner.costs import priced
 from coalmine.runner.evalplan import EvalPlan, PlannedSuite, require_eval_judge
@@ -116,6 +118,7 @@ async def run_evals(
     resume: str | None = None,
     no_judge: bool = False,
     cache: bool = False,
+    judge_reruns: int = 1,
     hooks: Sequence[Hooks] = (),
     clock: Clock | None = None,
     stop: anyio.Event | None = None,
@@ -168,6 +171,7 @@ async def run_evals(
         config.defaults.timeout_seconds,
         config.defaults.judge_timeout_seconds,
         config.pricing,
+        judge_reruns,
     )
 
     def items() -> Iterator[tuple[_Suite, SuiteCase, int]]:
@@ -328,6 +332,7 @@ class _Env:
     timeout: float
     judge_timeout: float
     pricing: Mapping[str, Price]
+    judge_reruns: int = 1
 
     def caller(self, agent: AgentConfig) -> Caller:
         """The caller of ``agent`` (one per agent, so its limits hold across the run)."""
@@ -345,7 +350,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     secrets, clock, judge = env.secrets, env.clock, env.judge
     timeout = planned.index.meta.timeout_seconds or env.timeout
     case_id = case.case.id
-    record: dict[str, Any] = {"agent": agent.name}
+    record: dict[str, Any] = {"agent": agent.name, "prompt": redact(case.prompt, env.secrets)}
     t0 = clock.monotonic()
     request = AgentRequest(case.prompt, CallContext(case_id, agent.name, planned.name), timeout)
     try:
@@ -367,14 +372,17 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     configured = getattr(agent.settings, "model", None)
     usage = priced(output.usage, output.model or configured, env.pricing, configured=configured)
     inputs = _inputs(case)
+    judge_for = None
+    if judge is not None:
+        judge_context = CallContext(case_id, judge.agent.name, planned.name)
+
+        def judge_for(repeat: int) -> JudgeFn:
+            return judge_fn_for(judge, judge_context, env.judge_timeout, repeat=repeat)
+
     ctx = GradeContext(
         case_id=case_id,
         prompt=case.prompt,
-        judge=judge_fn_for(
-            judge, CallContext(case_id, judge.agent.name, planned.name), env.judge_timeout
-        )  # fmt: skip
-        if judge is not None
-        else None,
+        judge=judge_for(0) if judge_for is not None else None,
         latency_seconds=latency,
         cost=usage.cost if usage is not None else None,
         tool_calls=tuple(output.tool_calls),
@@ -398,7 +406,10 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
             grades[key] = Grade(weight=spec.weight, skipped=True, reason="no judge for this run")
             continue
         try:
-            grade = await grader.grade(suite_config(suite, spec, grader), output.text, ctx)
+            grade = await grade_with_reruns(
+                grader, suite_config(suite, spec, grader), output.text, ctx,
+                reruns=env.judge_reruns, judge_for=judge_for,
+            )  # fmt: skip
         except GradeError as exc:
             error, error_grader, error_key = exc, grader, key
             break
@@ -415,8 +426,11 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     record.update(_output_record(output.text, secrets))
     if output.model:
         record["model"] = output.model
-    if output.warnings:
-        record["warnings"] = output.warnings
+    warnings = [*output.warnings, *unstable_warnings(grades)]
+    if warnings:
+        record["warnings"] = warnings
+    if any(getattr(g, "unstable", False) for g in grades.values()):
+        record["unstable"] = True
     if output.tool_calls:
         record["tool_calls"] = [t.model_dump(exclude_none=True) for t in output.tool_calls]
     if called.cache is not None:
@@ -593,6 +607,7 @@ def _summarise(
         failures=summary.failures,
         interrupted=interrupted,
         coalmine_version=_version(),
+        unstable=summary.unstable,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     text = result.model_dump_json(by_alias=True, indent=2) + "\n"
@@ -637,6 +652,7 @@ class SuiteSummary:
     latency_total: float = 0.0
     latency_n: int = 0
     providers: set[str] = field(default_factory=set)
+    unstable: int = 0
     failures: list[EvalFailure] = field(default_factory=list)
 
     def grader_means(self) -> dict[str, GraderMean]:
@@ -686,6 +702,7 @@ def _add_attempt(s: SuiteSummary, a: Attempt) -> None:
         else:
             entry[0] += score
             entry[1] += 1
+    s.unstable += bool(a.record.get("unstable"))
     s.prompt_tokens += a.prompt_tokens or 0
     s.completion_tokens += a.completion_tokens or 0
     if a.cost is not None:
