@@ -88,3 +88,31 @@ def test_an_eval_run_counts_its_unstable_cases(project: Project, openai_server: 
     [result] = json.loads(proc.stdout)
     assert (result["passed"], result["unstable"]) == (1, 1)
     assert sum(calls.values()) == 3  # three judge calls for the one case
+
+
+def test_a_canary_run_flags_an_unstable_judge_grade(
+    project: Project, openai_server: FakeOpenAI
+) -> None:
+    calls: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def flaky(received: Received) -> Reply:
+        prompt = received.body["messages"][-1]["content"]
+        with lock:
+            calls[prompt] += 1
+            score = 1 if calls[prompt] % 2 else 0
+        return Reply(text=json.dumps({"criteria": {"ok": {"score": score, "reason": "r"}}}))
+
+    openai_server.default = flaky
+    argv = project.agent_script("qa", "print('SQL injection found; fixed')")
+    judge = {"provider": "openai", "model": "j", "base_url": openai_server.base_url}
+    project.config({"agents": {"QA Coordinator": {"provider": "command", "argv": argv},
+                               "J": judge}, "judge": "J"})  # fmt: skip
+    project.canary("qa-001-x", graders=[{"type": "llm-judge", "config": {"criteria": ["ok"]}}])
+    proc = project.run_cli("canary", "run", "--judge-reruns", "3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [result] = project.last_result()["results"]
+    assert result["warnings"] == [
+        "unstable: llm-judge reruns straddle the threshold (scores 1, 0, 1)"
+    ]
+    assert result["grader_scores"]["llm-judge"]["reruns"] == [1.0, 0.0, 1.0]
