@@ -112,7 +112,8 @@ def test_a_canary_run_flags_an_unstable_judge_grade(
     proc = project.run_cli("canary", "run", "--judge-reruns", "3")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [result] = project.last_result()["results"]
-    assert result["warnings"] == [
-        "unstable: llm-judge reruns straddle the threshold (scores 1, 0, 1)"
-    ]
-    assert result["grader_scores"]["llm-judge"]["reruns"] == [1.0, 0.0, 1.0]
+    # the three reruns run at once: which one the server saw second is not fixed
+    [warning] = result["warnings"]
+    assert warning.startswith("unstable: llm-judge reruns straddle the threshold (scores ")
+    grade = result["grader_scores"]["llm-judge"]
+    assert sorted(grade["reruns"]) == [0.0, 1.0, 1.0] and grade["passed"] is True
