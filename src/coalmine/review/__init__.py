@@ -1,0 +1,1 @@
+"""Pipeline evals (seed 003): staged git diffs, isolated roles, leakage checks."""
