@@ -13,7 +13,7 @@ from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_markdown
 from coalmine.results import format_score
 from coalmine.runner.history import open_store, read_result_file
-from coalmine.store.evals import suite_results
+from coalmine.store.evals import attempt_records, suite_results
 
 
 @click.group()
@@ -84,10 +84,21 @@ def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int
         info = store.get_run(run)
         if info.kind == "eval":
             suites = suite_results(store, info.id)
+        elif info.kind == "review":
+            records = attempt_records(store, info.id, "review")
         else:
             record = store.load_run(run)
     finally:
         store.close()
+    if info.kind == "review":
+        if fmt == "json":  # every role call: what each role was given and what it answered
+            payload = [{"case": case, **rec} for case, rec in records]
+            click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        for case, rec in records if fmt != "json" else []:
+            verdicts = ", ".join(f"{k} {v['verdict']}" for k, v in rec.get("grades", {}).items())
+            roles = " → ".join(f"{c['role']} ({c['agent']})" for c in rec.get("calls", []))
+            click.echo(f"{case}: {verdicts or rec.get('error', 'no grades')}  [{roles}]")
+        return 0
     if info.kind == "eval":
         if fmt == "json":
             payload = [r.model_dump(mode="json", by_alias=True) for r in suites]

@@ -137,6 +137,25 @@ def iter_attempts(store: Store, run_id: str, suite: str) -> Iterator[Attempt]:
         )
 
 
+def prior_runs(store: Store, kind: str, before: str) -> list[str]:
+    """Ids of the finished runs of ``kind`` older than run ``before``, newest first."""
+    rows = store.conn.execute(
+        "SELECT id FROM runs WHERE kind = ? AND status = 'finished' AND id < ? ORDER BY id DESC",
+        (kind, before),
+    )
+    return [r[0] for r in rows]
+
+
+def attempt_records(store: Store, run_id: str, suite: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(case id, record)`` of every attempt of a run's suite."""
+    rows = store.conn.execute(
+        "SELECT case_id, record FROM eval_attempts WHERE run_id = ? AND suite = ?"
+        " ORDER BY case_id, rep",
+        (run_id, suite),
+    )
+    return [(r[0], json.loads(r[1])) for r in rows]
+
+
 def save_suite_summary(store: Store, run_id: str, suite: str, summary: dict[str, Any]) -> None:
     """Store (or replace) the summary of one suite of a run."""
     with transaction(store.conn) as c:

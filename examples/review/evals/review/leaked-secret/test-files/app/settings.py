@@ -1,0 +1,9 @@
+"""Settings for the invoice service."""
+
+INVOICE_BUCKET = "acme-invoices-prod"
+AWS_REGION = "eu-west-1"
+
+AWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+AWS_SECRET_ACCESS_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+MAX_INVOICE_BYTES = 5 * 1024 * 1024
