@@ -16,6 +16,7 @@ from coalmine.cli.compare import compare_command, report_command
 from coalmine.cli.evals import eval_group
 from coalmine.cli.graders import graders_group
 from coalmine.cli.judge import judge_group
+from coalmine.cli.memory import memory_group
 from coalmine.cli.profile import profile_command
 from coalmine.cli.review import review_group
 from coalmine.cli.runs import runs
@@ -48,6 +49,7 @@ cli.add_command(graders_group)
 cli.add_command(judge_group)
 cli.add_command(review_group)
 cli.add_command(profile_command)
+cli.add_command(memory_group)
 
 
 def main(argv: list[str] | None = None) -> int:

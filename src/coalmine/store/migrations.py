@@ -232,3 +232,51 @@ def _eval_attempts(conn: sqlite3.Connection) -> None:
         );
         """,
     )
+
+
+@migration("m006_lessons")
+def _lessons(conn: sqlite3.Connection) -> None:
+    # The memory of lessons. lessons_fts is an external-content FTS5 index over lessons; the
+    # triggers below keep it in sync on every insert, update (of the indexed columns) and
+    # delete, so code only ever writes to lessons. coalmine never deletes a lesson (stale ones
+    # are marked), but the delete trigger keeps a manual DELETE consistent.
+    _execute_script(
+        conn,
+        """
+        CREATE TABLE lessons (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,                  -- caught-regression | human-correction | …
+            text TEXT NOT NULL,
+            tags TEXT NOT NULL,                  -- JSON list
+            paths TEXT NOT NULL,                 -- JSON list of repo-relative paths
+            evidence TEXT NOT NULL,              -- JSON list of run/case ids
+            positive INTEGER NOT NULL DEFAULT 0,
+            negative INTEGER NOT NULL DEFAULT 0,
+            validated INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            stale TEXT                           -- why the lesson is stale; NULL while it holds
+        );
+        CREATE VIRTUAL TABLE lessons_fts USING fts5 (
+            text, tags, paths, content='lessons', content_rowid='id'
+        )
+        """,
+    )
+    # (one execute per trigger: their bodies hold ";\n", which _execute_script splits on)
+    conn.execute(
+        "CREATE TRIGGER lessons_fts_insert AFTER INSERT ON lessons BEGIN"
+        " INSERT INTO lessons_fts (rowid, text, tags, paths)"
+        " VALUES (new.id, new.text, new.tags, new.paths); END"
+    )
+    conn.execute(
+        "CREATE TRIGGER lessons_fts_delete AFTER DELETE ON lessons BEGIN"
+        " INSERT INTO lessons_fts (lessons_fts, rowid, text, tags, paths)"
+        " VALUES ('delete', old.id, old.text, old.tags, old.paths); END"
+    )
+    conn.execute(
+        "CREATE TRIGGER lessons_fts_update AFTER UPDATE OF text, tags, paths ON lessons BEGIN"
+        " INSERT INTO lessons_fts (lessons_fts, rowid, text, tags, paths)"
+        " VALUES ('delete', old.id, old.text, old.tags, old.paths);"
+        " INSERT INTO lessons_fts (rowid, text, tags, paths)"
+        " VALUES (new.id, new.text, new.tags, new.paths); END"
+    )
