@@ -267,8 +267,6 @@ def format_score(score: float) -> str:
 
 # -- eval suites ------------------------------------------------------------------------------
 
-EVAL_RESULT_SCHEMA = "coalmine.eval.result.v1"
-
 
 class _Camel(BaseModel):
     model_config = ConfigDict(

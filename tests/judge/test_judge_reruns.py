@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 import anyio
 import yaml
@@ -61,19 +62,23 @@ def test_agreeing_reruns_are_stable() -> None:
     assert unstable_warnings({"llm-judge": grade}) == []
 
 
-def test_an_eval_run_counts_its_unstable_cases(project: Project, openai_server: FakeOpenAI) -> None:
-    calls: Counter[str] = Counter()
+def flaky_judge(calls: Counter[str]) -> Callable[[Received], Reply]:
+    """A judge that scores 1, 0, 1, … for the same prompt: its reruns disagree."""
     lock = threading.Lock()
 
     def flaky(received: Received) -> Reply:
-        """Scores 1, 0, 1, … for the same prompt: its reruns disagree."""
         prompt = received.body["messages"][-1]["content"]
         with lock:
             calls[prompt] += 1
             score = 1 if calls[prompt] % 2 else 0
         return Reply(text=json.dumps({"criteria": {"ok": {"score": score, "reason": "r"}}}))
 
-    openai_server.default = flaky
+    return flaky
+
+
+def test_an_eval_run_counts_its_unstable_cases(project: Project, openai_server: FakeOpenAI) -> None:
+    calls: Counter[str] = Counter()
+    openai_server.default = flaky_judge(calls)
     judge = {"provider": "openai", "model": "j", "base_url": openai_server.base_url}
     project.write("rerun_agent.py", "def run(prompt, context):\n    return prompt\n")
     agents = {"Bot": {"provider": "python", "target": "rerun_agent:run"}, "J": judge}
@@ -94,16 +99,7 @@ def test_a_canary_run_flags_an_unstable_judge_grade(
     project: Project, openai_server: FakeOpenAI
 ) -> None:
     calls: Counter[str] = Counter()
-    lock = threading.Lock()
-
-    def flaky(received: Received) -> Reply:
-        prompt = received.body["messages"][-1]["content"]
-        with lock:
-            calls[prompt] += 1
-            score = 1 if calls[prompt] % 2 else 0
-        return Reply(text=json.dumps({"criteria": {"ok": {"score": score, "reason": "r"}}}))
-
-    openai_server.default = flaky
+    openai_server.default = flaky_judge(calls)
     argv = project.agent_script("qa", "print('SQL injection found; fixed')")
     judge = {"provider": "openai", "model": "j", "base_url": openai_server.base_url}
     project.config({"agents": {"QA Coordinator": {"provider": "command", "argv": argv},

@@ -375,31 +375,38 @@ def test_the_store_keeps_every_judge_reply_even_when_the_judge_fails(
         store.close()
 
 
-def test_a_calibrated_judge_blocks_without_a_flag(
-    project: Project, openai_server: FakeOpenAI, tmp_path: Path
-) -> None:
+def run_after_calibration(
+    project: Project, openai_server: FakeOpenAI, tmp_path: Path, *, same_rubric: bool
+) -> CanaryOutcome:
+    """Record a may-block calibration of the run's judge, then run with a failing judge.
+
+    The record names the judge by the hash of its identity and says what it was asked: the
+    prompt template's hash and the rubric's (this canary's, or another one's).
+    """
     setup(project, judge_config(openai_server))
     store = Store.open(tmp_path / "store.db")
     try:
         plan = plan_canaries(project.root)
-        # the calibration record names the judge by the hash of its identity
         assert plan.config.judge is not None
         identity = Caller(build_provider(plan.config.judge), plan.config.judge).identity_key()
-        # ... and says what the judge was asked: the prompt template and the rubric's hashes
         [grader] = [
             g for g in plan.canaries[0].loaded.spec.expected.graders if g.type == "llm-judge"
         ]
         asks = judge_prompt_identity(grader.type, grader.config)
         assert asks is not None
-        record = {
-            "judge_prompt_sha256": asks.template_sha256,
-            "rubric_sha256s": [asks.rubric_sha256],
-        }
+        rubric = asks.rubric_sha256 if same_rubric else "sha256:old"
+        record = {"judge_prompt_sha256": asks.template_sha256, "rubric_sha256s": [rubric]}
         store.record_calibration(identity, may_block=True, record=record)
         openai_server.enqueue(verdict(2, 1), verdict(2, 1))  # the judge fails: an ERROR
-        outcome = anyio.run(partial(run_canaries, plan, store=store))
+        return anyio.run(partial(run_canaries, plan, store=store))
     finally:
         store.close()
+
+
+def test_a_calibrated_judge_blocks_without_a_flag(
+    project: Project, openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    outcome = run_after_calibration(project, openai_server, tmp_path, same_rubric=True)
     [case] = outcome.run.results
     assert (case.verdict, case.reason, case.advisory) == ("ERROR", "judge_error", None)
     assert outcome.exit_code == 1  # a calibrated judge's failure blocks
@@ -410,24 +417,8 @@ def test_a_calibrated_judge_blocks_without_a_flag(
 def test_a_calibration_for_another_rubric_leaves_the_judge_advisory_and_says_why(
     project: Project, openai_server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    setup(project, judge_config(openai_server))
-    store = Store.open(tmp_path / "store.db")
-    try:
-        plan = plan_canaries(project.root)
-        assert plan.config.judge is not None
-        identity = Caller(build_provider(plan.config.judge), plan.config.judge).identity_key()
-        [grader] = [
-            g for g in plan.canaries[0].loaded.spec.expected.graders if g.type == "llm-judge"
-        ]
-        asks = judge_prompt_identity(grader.type, grader.config)
-        assert asks is not None
-        # calibrated, then the rubric was edited: the record's rubric hash is another one
-        old = {"judge_prompt_sha256": asks.template_sha256, "rubric_sha256s": ["sha256:old"]}
-        store.record_calibration(identity, may_block=True, record=old)
-        openai_server.enqueue(verdict(2, 1), verdict(2, 1))
-        outcome = anyio.run(partial(run_canaries, plan, store=store))
-    finally:
-        store.close()
+    # calibrated, then the rubric was edited: the record's rubric hash is another one
+    outcome = run_after_calibration(project, openai_server, tmp_path, same_rubric=False)
     [case] = outcome.run.results
     assert (case.verdict, case.reason, case.advisory) == ("ERROR", "judge_error", True)
     assert outcome.exit_code == 0  # an advisory judge's failure does not fail the run

@@ -121,18 +121,14 @@ def report_command(
     config = project_config(root)
     store = Store.open(store_path or config.store_path)
     try:
-        rows = store.conn.execute(
-            "SELECT id, judge_key, record FROM judge_calibrations ORDER BY id DESC"
-        ).fetchall()
+        rows = store.newest_calibrations()
     finally:
         store.close()
-    newest: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        record = {**json.loads(row["record"]), "id": row["id"]}
-        agent = (record.get("judge") or {}).get("agent")
-        if judge_name is not None and agent != judge_name:
-            continue
-        newest.setdefault(row["judge_key"], record)
+    newest = {
+        calibration_id: {**record, "id": calibration_id}
+        for calibration_id, record in rows
+        if judge_name is None or (record.get("judge") or {}).get("agent") == judge_name
+    }
     if not newest:
         click.echo("no calibration recorded yet: run 'coalmine judge calibrate LABELS.jsonl'")
         return 0

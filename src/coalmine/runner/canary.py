@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -33,10 +32,9 @@ from coalmine.reports.json import write_result_file
 from coalmine.results import CanaryRun, CaseResult, InvalidSpecRecord, JudgeInfo, RunTotals
 from coalmine.runner.case import (
     Caller,
-    judge_fn,
-    judge_fn_for,
     judge_gate,
     load_python_graders,
+    rerunnable_judge,
     run_case,
     summarize_gate,
 )
@@ -172,11 +170,15 @@ async def run_canaries(
             await emit(
                 hooks, "on_case_start", CaseStart(index, total, canary.loaded.id, canary.agent.name)
             )
-            timeout = config.defaults.judge_timeout_seconds
+            judge_for = None
+            if judge is not None:
+                spec = canary.loaded.spec
+                context = CallContext(spec.id, judge.agent.name, spec.phase)
+                judge_for = rerunnable_judge(judge, context, config.defaults.judge_timeout_seconds)
             outcome = await run_case(
                 canary,
                 callers[canary.agent.name],
-                judge_fn(judge, canary, timeout) if judge is not None else None,
+                judge_for(0) if judge_for is not None else None,
                 position=position,
                 clock=clock,
                 secrets=secrets,
@@ -186,7 +188,7 @@ async def run_canaries(
                 judge_model=judge_info.model,
                 functions=functions,
                 judge_reruns=judge_reruns,
-                judge_for=_reruns_of(judge, canary, timeout) if judge is not None else None,
+                judge_for=judge_for,
             )
             spent += sum(u.cost or 0.0 for u in outcome.result.usage.values())
             if store is not None and stored.run_id is not None:
@@ -234,12 +236,6 @@ async def run_canaries(
         )
     await emit(hooks, "on_run_end", RunEnd(run, path))
     return CanaryOutcome(run, path, exit_code(run))
-
-
-def _reruns_of(judge: Caller, canary: PlannedCanary, timeout: float) -> Any:
-    """The judge of ``canary``'s reruns: rerun ``r`` has its own cache entry."""
-    context = CallContext(canary.loaded.id, judge.agent.name, canary.loaded.spec.phase)
-    return lambda repeat: judge_fn_for(judge, context, timeout, repeat=repeat)
 
 
 @dataclass(frozen=True)

@@ -188,10 +188,11 @@ class Caller:
         return CacheKey(identity(), request.prompt, repeat=repeat)
 
 
-def judge_fn(judge: Caller, canary: PlannedCanary, timeout: float) -> JudgeFn:
-    """Return the callable the llm-judge grader uses to ask the judge."""
-    context = CallContext(canary.loaded.id, judge.agent.name, canary.loaded.spec.phase)
-    return judge_fn_for(judge, context, timeout)
+def rerunnable_judge(
+    judge: Caller, context: CallContext, timeout: float
+) -> Callable[[int], JudgeFn]:
+    """Return ``repeat → judge fn`` for the case of ``context`` (rerun 0 is the usual ask)."""
+    return lambda repeat: judge_fn_for(judge, context, timeout, repeat=repeat)
 
 
 def judge_fn_for(

@@ -29,7 +29,7 @@ from coalmine._util.estimate import MeanEstimate, reduce_repeats
 from coalmine._util.hashing import hash_text
 from coalmine.config import AgentConfig, Price
 from coalmine.errors import GradeError, ProviderError, UsageError
-from coalmine.graders.base import GradeContext, GraderType, JudgeFn
+from coalmine.graders.base import GradeContext, GraderType
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeGrade
 from coalmine.judge.policy import JudgeGate
@@ -48,9 +48,9 @@ from coalmine.runner.case import (
     Caller,
     grade_key,
     grade_with_reruns,
-    judge_fn_for,
     judge_gate,
     load_python_graders,
+    rerunnable_judge,
     unstable_warnings,
 )
 from coalmine.runner.costs import priced
@@ -375,9 +375,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     judge_for = None
     if judge is not None:
         judge_context = CallContext(case_id, judge.agent.name, planned.name)
-
-        def judge_for(repeat: int) -> JudgeFn:
-            return judge_fn_for(judge, judge_context, env.judge_timeout, repeat=repeat)
+        judge_for = rerunnable_judge(judge, judge_context, env.judge_timeout)
 
     ctx = GradeContext(
         case_id=case_id,

@@ -288,13 +288,13 @@ class Store:
         ).fetchall()
         return [(r[0], bool(r[1]), json.loads(r[2]), r[3]) for r in rows]
 
-    def judge_may_block(self, judge_key: str) -> bool | None:
-        """What the newest calibration of the judge says; ``None`` if it was never calibrated."""
-        row = self.conn.execute(
-            "SELECT may_block FROM judge_calibrations WHERE judge_key = ? ORDER BY id DESC LIMIT 1",
-            (judge_key,),
-        ).fetchone()
-        return None if row is None else bool(row[0])
+    def newest_calibrations(self) -> list[tuple[int, dict[str, Any]]]:
+        """The newest calibration record of each judge, newest first: ``(id, record)``."""
+        rows = self.conn.execute(
+            "SELECT id, record FROM judge_calibrations WHERE id IN"
+            " (SELECT MAX(id) FROM judge_calibrations GROUP BY judge_key) ORDER BY id DESC"
+        ).fetchall()
+        return [(r[0], json.loads(r[1])) for r in rows]
 
     def list_runs(self, *, kind: str | None = None, limit: int = 20) -> list[RunInfo]:
         """The newest runs first."""
