@@ -52,7 +52,11 @@ def test_every_shown_flag_exists() -> None:
         while isinstance(command, click.Group) and words and words[0] in command.commands:
             command = command.commands[words.pop(0)]
         assert not isinstance(command, click.Group), line
-        known = {opt for p in command.params for opt in getattr(p, "opts", [])}
+        known = {
+            opt
+            for p in command.params
+            for opt in [*getattr(p, "opts", []), *getattr(p, "secondary_opts", [])]
+        }
         for word in words:
             if word.startswith("-"):
                 assert word.split("=")[0] in known, f"{word} in {line!r}"

@@ -196,6 +196,17 @@ class JudgeInfo(BaseModel):
         return f"{self.agent} ({detail})" if detail else self.agent
 
 
+class RecalledLesson(BaseModel):
+    """A lesson of the memory recalled for a run before it called anything."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: int
+    kind: str
+    text: str
+    score: float = Field(description="The recall score (words, paths, feedback), to 3 decimals.")
+
+
 class CanaryRun(BaseModel):
     """A whole canary run: the content of ``bench/results/canary-run-DATE.json``."""
 
@@ -210,6 +221,11 @@ class CanaryRun(BaseModel):
     coalmine_version: str | None = _extra()
     store_run_id: str | None = _extra("The run's id in the run store (a ULID).")
     stopped: str | None = _extra("Why an interrupted run stopped early: 'max_cost'.")
+    lessons: list[RecalledLesson] = Field(
+        default=[],
+        exclude_if=lambda v: not v,
+        description="Lessons of the memory recalled for the run before it started, best first.",
+    )
     schema_version: int = Field(SCHEMA_VERSION)
 
 
@@ -357,6 +373,11 @@ class EvalSuiteResult(_Camel):
     interrupted: bool = False
     coalmine_version: str | None = None
     unstable: int = Field(0, description="Case runs whose judge reruns straddled the threshold.")
+    lessons: list[RecalledLesson] = Field(
+        [],
+        description="Lessons of the memory recalled for this suite before the run, best first "
+        "(stale ones left out); empty when none is relevant.",
+    )
 
 
 def eval_result_json_schema() -> dict[str, Any]:

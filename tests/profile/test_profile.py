@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from coalmine.cli.profile import render_profile
+from coalmine.kits import all_kits, applicable
 from coalmine.profile import Profile, profile_repository
-from coalmine.profile.kits import KITS, applicable
 from coalmine.profile.scan import MAX_FILE_BYTES
 from coalmine.profile.signals import MAX_EVIDENCE
 
@@ -319,7 +319,7 @@ def test_evidence_is_capped_per_kind(tmp_path: Path) -> None:
 
 
 def test_kits_apply_on_any_of_their_kinds() -> None:
-    assert [k.id for k in KITS] == [
+    assert [k.id for k in all_kits()] == [
         "agent-runtime", "rag-system", "web-app", "go-service", "nix-project", "charm-service",
     ]  # fmt: skip
     assert applicable(["retrieval:vector-db", "language:go"]) == ["rag-system"]

@@ -33,6 +33,7 @@ from coalmine.runner.events import (
     EvalProgress,
     EvalStart,
     Hooks,
+    LessonsRecalled,
     RunEnd,
     RunStart,
 )
@@ -40,6 +41,8 @@ from coalmine.runner.events import (
 DisplayType = Literal["auto", "rich", "plain", "jsonl", "none"]
 
 _MARK = {"PASS": "✅ PASS", "FAIL": "❌ FAIL", "ERROR": "⚠️ ERROR"}
+LESSONS_SHOWN = 10
+LESSON_CHARS = 200
 
 
 class Display(Hooks):
@@ -67,6 +70,20 @@ def _line(event: CaseEnd) -> str:
     )
 
 
+def _lesson_lines(event: LessonsRecalled) -> list[str]:
+    """``Lessons recalled:`` and a line ``#id kind text`` per lesson (the first ten)."""
+    lines = ["Lessons recalled:"]
+    for lesson in event.lessons[:LESSONS_SHOWN]:
+        text = " ".join(lesson.text.split())
+        if len(text) > LESSON_CHARS:
+            text = text[: LESSON_CHARS - 1] + "…"
+        lines.append(f"  #{lesson.id} {lesson.kind} {text}")
+    more = len(event.lessons) - LESSONS_SHOWN
+    if more > 0:
+        lines.append(f"  … and {more} more (coalmine memory list)")
+    return lines
+
+
 def _eval_line(event: EvalProgress, elapsed: float) -> str:
     rate = event.done / elapsed if elapsed > 0 else 0.0
     left = (event.total - event.done) / rate if rate > 0 else 0.0
@@ -84,6 +101,10 @@ class PlainDisplay(Display):
         self._eval_t0 = time.monotonic()
         self._eval_next = 0.0
         self._eval_printed_last = False
+
+    async def on_lessons_recalled(self, event: LessonsRecalled) -> None:
+        """List the lessons recalled for the run."""
+        print("\n".join(_lesson_lines(event)), file=self.stream, flush=True)
 
     async def on_run_start(self, event: RunStart) -> None:
         """Say what will run."""
@@ -156,6 +177,11 @@ class RichDisplay(Display):
     ) -> None:
         self.progress.stop()
 
+    async def on_lessons_recalled(self, event: LessonsRecalled) -> None:
+        """List the lessons recalled for the run above the bar."""
+        for line in _lesson_lines(event):
+            self.progress.console.print(line, markup=False, highlight=False)
+
     async def on_run_start(self, event: RunStart) -> None:
         """Size the bar."""
         self.progress.update(self.task, total=event.total)
@@ -192,6 +218,11 @@ class JsonlDisplay(Display):
 
     def _emit(self, payload: dict[str, object]) -> None:
         print(json.dumps(payload, ensure_ascii=False), file=self.stream, flush=True)
+
+    async def on_lessons_recalled(self, event: LessonsRecalled) -> None:
+        """Emit ``lessons_recalled`` with every lesson (id, kind, text, score)."""
+        lessons = [lesson.model_dump() for lesson in event.lessons]
+        self._emit({"event": "lessons_recalled", "lessons": lessons})
 
     async def on_run_start(self, event: RunStart) -> None:
         """Emit ``run_start``."""

@@ -15,6 +15,7 @@ from coalmine.cli.canary import canary
 from coalmine.cli.compare import compare_command, report_command
 from coalmine.cli.evals import eval_group
 from coalmine.cli.graders import graders_group
+from coalmine.cli.harness import gates_group, init_command, kits_group
 from coalmine.cli.judge import judge_group
 from coalmine.cli.memory import memory_group
 from coalmine.cli.profile import profile_command
@@ -50,6 +51,9 @@ cli.add_command(judge_group)
 cli.add_command(review_group)
 cli.add_command(profile_command)
 cli.add_command(memory_group)
+cli.add_command(init_command)
+cli.add_command(kits_group)
+cli.add_command(gates_group)
 
 
 def main(argv: list[str] | None = None) -> int:

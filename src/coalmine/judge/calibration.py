@@ -156,6 +156,30 @@ def summarize(
     return record
 
 
+@dataclass(frozen=True)
+class Disagreements:
+    """Held-out items where the judge's verdict is not the humans' (ids, in the set's order)."""
+
+    false_pass: tuple[str, ...]
+    """The judge passed what the humans failed (the confusion's ``fp``)."""
+    false_block: tuple[str, ...]
+    """The judge failed what the humans passed (the confusion's ``fn``)."""
+
+
+def disagreements(judged: Sequence[JudgedItem], *, threshold: float) -> Disagreements:
+    """The items the calibration's false-pass and false-block rates count, at ``threshold``."""
+    false_pass, false_block = [], []
+    for j in judged:
+        if j.item.assigned_split != "heldout":
+            continue
+        human, judge = j.human, j.verdict(threshold)
+        if human == "fail" and judge == "pass":
+            false_pass.append(j.item.id)
+        elif human == "pass" and judge == "fail":
+            false_block.append(j.item.id)
+    return Disagreements(tuple(false_pass), tuple(false_block))
+
+
 def _quorum(
     usable: Sequence[JudgedItem],
     threshold: float,

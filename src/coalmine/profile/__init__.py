@@ -3,7 +3,7 @@
 :func:`profile_repository` walks the tree (:mod:`coalmine.profile.scan`: ``.gitignore``
 respected, vendored and build folders skipped), runs the detectors
 (:mod:`coalmine.profile.signals`) over the files they need, and names the template kits the
-signals make applicable (:mod:`coalmine.profile.kits`). It never writes, and never imports or
+signals make applicable (:func:`coalmine.kits.applicable`). It never writes, and never imports or
 runs the project's code.
 """
 
@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coalmine.profile.kits import applicable
+from coalmine.kits import applicable
 from coalmine.profile.scan import walk
 from coalmine.profile.signals import Detector, Evidence, Signal
 
@@ -49,5 +49,8 @@ def profile_repository(root: Path) -> Profile:
         detector.visit(rel, path)
     signals = detector.signals()
     return Profile(
-        root=str(root), files_scanned=count, signals=signals, applicable_kits=applicable(signals)
+        root=str(root),
+        files_scanned=count,
+        signals=signals,
+        applicable_kits=applicable(s.kind for s in signals),
     )

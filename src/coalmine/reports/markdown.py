@@ -155,6 +155,9 @@ def render_markdown(
             first, *rest = spec.reason.splitlines() or [""]
             lines.append(f"- {label}`{where}`: {_strip_location(first, where)}")
             lines += [f"  - {line}" for line in rest]
+    if run.lessons:
+        lines += ["", "### Lessons recalled", ""]
+        lines += [f"- #{lesson.id} {lesson.kind}: {_cell(lesson.text)}" for lesson in run.lessons]
     return "\n".join(lines) + "\n"
 
 

@@ -25,11 +25,12 @@ from coalmine.graders.base import GradeContext
 from coalmine.graders.base import registry as graders
 from coalmine.graders.judged import judge_prompt_identity
 from coalmine.graders.llm_judge import JudgeGrade
-from coalmine.judge.calibration import JudgedItem, summarize
+from coalmine.judge.calibration import JudgedItem, disagreements, summarize
 from coalmine.judge.labels import LabelledItem, LabelSet
 from coalmine.providers.base import CallContext
 from coalmine.runner.canary import _secrets, _Wiring
 from coalmine.runner.case import Caller, judge_fn_for
+from coalmine.runner.lessons import retain_calibration_lessons
 from coalmine.store.cache import ResponseCache
 from coalmine.store.runs import Store
 
@@ -48,6 +49,8 @@ class CalibrationOutcome:
 
     record: dict[str, Any]
     calibration_id: int
+    lessons: tuple[int, ...] = ()
+    """Ids of the lessons its disagreements with the humans were retained as."""
 
 
 def _agent(config: Config, name: str | None) -> AgentConfig:
@@ -195,4 +198,12 @@ async def calibrate(
     calibration_id = store.record_calibration(
         caller.identity_key(), may_block=bool(record["may_block"]), record=record, replies=replies
     )
-    return CalibrationOutcome(record, calibration_id)
+    lessons = retain_calibration_lessons(
+        store,
+        disagreements(judged, threshold=record["threshold"]),
+        judge=primary.name,
+        judge_key=caller.identity_key(),
+        labels=labels,
+        root=config.root,
+    )
+    return CalibrationOutcome(record, calibration_id, tuple(lessons))

@@ -38,9 +38,18 @@ from coalmine.runner.case import (
     run_case,
     summarize_gate,
 )
-from coalmine.runner.events import CaseEnd, CaseStart, Hooks, RunEnd, RunStart, emit
+from coalmine.runner.events import (
+    CaseEnd,
+    CaseStart,
+    Hooks,
+    LessonsRecalled,
+    RunEnd,
+    RunStart,
+    emit,
+)
 from coalmine.runner.execute import run_bounded
 from coalmine.runner.gates import exit_code
+from coalmine.runner.lessons import recall_for_canaries, retain_canary_regression
 from coalmine.runner.plan import RESULTS_DIR, CanaryPlan, PlannedCanary, require_judge
 from coalmine.specs.loader import InvalidSpec
 from coalmine.store.cache import ResponseCache
@@ -139,6 +148,7 @@ async def run_canaries(
     spent = sum(u.cost or 0.0 for r in stored.done.values() for u in r.usage.values())
     over_budget = False
     skip_reason = _SKIP_REASONS.get(judge_info.mode, "no judge is configured")
+    lessons = recall_for_canaries(store, plan, root=config.root) if store is not None else []
     try:
         for _, canary in todo:
             if canary.agent.name not in callers:
@@ -154,6 +164,8 @@ async def run_canaries(
                         gate.policy(g.type, g.config)
             judge_info = summarize_gate(gate, judge_info)
         total = len(todo)
+        if lessons:
+            await emit(hooks, "on_lessons_recalled", LessonsRecalled(tuple(lessons)))
         await emit(
             hooks,
             "on_run_start",
@@ -219,12 +231,15 @@ async def run_canaries(
             coalmine_version=_version(),
             store_run_id=stored.run_id,
             stopped="max_cost" if over_budget else None,
+            lessons=lessons,
         )
 
     path, run = write_result_file(
         results_dir or config.root / RESULTS_DIR, stored.started, build, reuse=stored.results_file
     )
     if store is not None and stored.run_id is not None:
+        if not interrupted:  # before finish_run: a run killed in between retains on resume
+            retain_canary_regression(store, run, root=config.root)
         store.finish_run(
             stored.run_id,
             status="interrupted" if interrupted else "finished",

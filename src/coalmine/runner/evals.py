@@ -42,6 +42,7 @@ from coalmine.results import (
     EvalTokens,
     Grade,
     GraderMean,
+    RecalledLesson,
 )
 from coalmine.runner.canary import _judge_info, _secrets, _version, _Wiring, start_run_record
 from coalmine.runner.case import (
@@ -55,9 +56,17 @@ from coalmine.runner.case import (
 )
 from coalmine.runner.costs import priced
 from coalmine.runner.evalplan import EvalPlan, PlannedSuite, require_eval_judge
-from coalmine.runner.events import EvalEnd, EvalProgress, EvalStart, Hooks, emit
+from coalmine.runner.events import (
+    EvalEnd,
+    EvalProgress,
+    EvalStart,
+    Hooks,
+    LessonsRecalled,
+    emit,
+)
 from coalmine.runner.execute import run_bounded
 from coalmine.runner.gates import EPSILON, composite_score
+from coalmine.runner.lessons import merge_recalled, recall_for_suites, retain_eval_regression
 from coalmine.specs.models import GraderSpec
 from coalmine.specs.suite import SuiteCase
 from coalmine.store.cache import ResponseCache
@@ -211,6 +220,10 @@ async def run_evals(
             counts.last_emit = now
             await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
 
+    lessons = recall_for_suites(store, plan.suites, root=config.root)
+    recalled = merge_recalled(lessons.values())
+    if recalled:
+        await emit(hooks, "on_lessons_recalled", LessonsRecalled(recalled))
     await emit(
         hooks,
         "on_eval_start",
@@ -246,9 +259,12 @@ async def run_evals(
             root=config.root,
             interrupted=interrupted,
             judged=judge is not None,
+            lessons=lessons.get(suite.name, []),
         )
         results.append(result)
         paths.append(path)
+        if not interrupted:  # before end_run: a run killed in between retains on resume
+            retain_eval_regression(store, run_id, suite, root=config.root)
     end_run(
         store,
         run_id,
@@ -559,6 +575,7 @@ def _summarise(
     root: Path,
     interrupted: bool,
     judged: bool,
+    lessons: list[RecalledLesson],
 ) -> tuple[EvalSuiteResult, Path]:
     summary = summarise_attempts(
         iter_attempts(store, run_id, suite.name),
@@ -606,6 +623,7 @@ def _summarise(
         interrupted=interrupted,
         coalmine_version=_version(),
         unstable=summary.unstable,
+        lessons=lessons,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     text = result.model_dump_json(by_alias=True, indent=2) + "\n"

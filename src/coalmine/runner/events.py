@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from coalmine.results import CanaryRun, CaseResult, EvalSuiteResult
+from coalmine.results import CanaryRun, CaseResult, EvalSuiteResult, RecalledLesson
 
 log = logging.getLogger("coalmine")
 
@@ -90,8 +90,23 @@ class EvalEnd:
     interrupted: bool
 
 
+@dataclass(frozen=True)
+class LessonsRecalled:
+    """Lessons of the memory relevant to what is about to run (sent only when there are some).
+
+    Sent before ``RunStart`` or ``EvalStart``; an eval run sends the lessons of all its suites
+    (each suite's own are in its result).
+    """
+
+    lessons: tuple[RecalledLesson, ...]
+    """Best first, each lesson once."""
+
+
 class Hooks:
     """Subscriber to run events; every method is a no-op by default."""
+
+    async def on_lessons_recalled(self, event: LessonsRecalled) -> None:
+        """Called once before a run starts, when the memory has lessons relevant to it."""
 
     async def on_run_start(self, event: RunStart) -> None:
         """Called once before the first case."""
@@ -118,7 +133,14 @@ class Hooks:
 async def emit(
     hooks: Sequence[Hooks],
     name: str,
-    event: RunStart | CaseStart | CaseEnd | RunEnd | EvalStart | EvalProgress | EvalEnd,
+    event: RunStart
+    | CaseStart
+    | CaseEnd
+    | RunEnd
+    | EvalStart
+    | EvalProgress
+    | EvalEnd
+    | LessonsRecalled,
 ) -> None:
     """Call ``name`` on every subscriber; a failing subscriber is logged, never raised."""
     for hook in hooks:

@@ -146,6 +146,27 @@ def prior_runs(store: Store, kind: str, before: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+class SuiteBaseline(NamedTuple):
+    """The run a suite's cases are compared with, and how that run reduced repeats."""
+
+    run_id: str
+    reducer: str
+    repeats: int
+
+
+def find_suite_baseline(store: Store, suite: str, *, before: str) -> SuiteBaseline | None:
+    """The newest finished, uninterrupted eval run older than ``before`` that ran ``suite``."""
+    row = store.conn.execute(
+        "SELECT runs.id, json_extract(s.summary, '$.reducer'), json_extract(s.summary, '$.repeats')"
+        " FROM runs JOIN eval_suites AS s ON s.run_id = runs.id"
+        " WHERE runs.kind = 'eval' AND runs.status = 'finished' AND runs.id < ? AND s.suite = ?"
+        " AND NOT json_extract(s.summary, '$.interrupted')"
+        " ORDER BY runs.id DESC LIMIT 1",
+        (before, suite),
+    ).fetchone()
+    return None if row is None else SuiteBaseline(row[0], str(row[1]), int(row[2]))
+
+
 def attempt_records(store: Store, run_id: str, suite: str) -> list[tuple[str, dict[str, Any]]]:
     """``(case id, record)`` of every attempt of a run's suite."""
     rows = store.conn.execute(
@@ -193,3 +214,13 @@ def end_run(
             " WHERE id = ?",
             (status, ended_at.astimezone(UTC).isoformat(), results_file, run_id),
         )
+
+
+def last_suite_start(store: Store, suite: str) -> tuple[str, int] | None:
+    """The newest eval run that ran ``suite``, and when it started (Unix ms), or ``None``."""
+    row = store.conn.execute(
+        "SELECT run_id, json_extract(summary, '$.startedAt') FROM eval_suites"
+        " WHERE suite = ? ORDER BY run_id DESC LIMIT 1",
+        (suite,),
+    ).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -112,6 +112,46 @@ def _covers(lesson_path: str, path: str) -> bool:
     return bool(mine) and theirs[: len(mine)] == mine
 
 
+def _check(kind: str, text: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown lesson kind {kind!r}: use one of {', '.join(KINDS)}")
+    if not text.strip():
+        raise ValueError("a lesson needs some text")
+
+
+def _insert(
+    c: sqlite3.Connection,
+    kind: str,
+    text: str,
+    tags: Iterable[str],
+    paths: Iterable[str],
+    evidence: Iterable[str],
+) -> int:
+    clean_paths = ["/".join(_parts(p)) for p in paths]
+    now = _now()
+    cursor = c.execute(
+        "INSERT INTO lessons (kind, text, tags, paths, evidence, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            kind,
+            text.strip(),
+            json.dumps(list(tags), ensure_ascii=False),
+            json.dumps([p for p in clean_paths if p], ensure_ascii=False),
+            _evidence_json(evidence),
+            now,
+            now,
+        ),
+    )
+    lesson_id = cursor.lastrowid
+    assert lesson_id is not None  # an INSERT into a rowid table always sets it
+    return lesson_id
+
+
+def _evidence_json(evidence: Iterable[str]) -> str:
+    """How ``evidence`` is stored (and so compared by ``find_lesson``)."""
+    return json.dumps(list(evidence), ensure_ascii=False)
+
+
 def add_lesson(
     store: Store,
     kind: str,
@@ -126,29 +166,55 @@ def add_lesson(
     Raises:
         ValueError: ``kind`` is not one of ``KINDS``, or ``text`` is blank.
     """
-    if kind not in KINDS:
-        raise ValueError(f"unknown lesson kind {kind!r}: use one of {', '.join(KINDS)}")
-    if not text.strip():
-        raise ValueError("a lesson needs some text")
-    clean_paths = ["/".join(_parts(p)) for p in paths]
-    now = _now()
+    _check(kind, text)
     with transaction(store.conn) as c:
-        cursor = c.execute(
-            "INSERT INTO lessons (kind, text, tags, paths, evidence, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                kind,
-                text.strip(),
-                json.dumps(list(tags), ensure_ascii=False),
-                json.dumps([p for p in clean_paths if p], ensure_ascii=False),
-                json.dumps(list(evidence), ensure_ascii=False),
-                now,
-                now,
-            ),
-        )
-    lesson_id = cursor.lastrowid
-    assert lesson_id is not None  # an INSERT into a rowid table always sets it
-    return lesson_id
+        return _insert(c, kind, text, tags, paths, evidence)
+
+
+def _find(
+    c: sqlite3.Connection, kind: str, evidence: Sequence[str], tags: Iterable[str]
+) -> Lesson | None:
+    wanted = set(tags)
+    rows = c.execute(
+        f"SELECT {_COLUMNS} FROM lessons WHERE kind = ? AND evidence = ? ORDER BY id",  # noqa: S608
+        (kind, _evidence_json(evidence)),
+    )
+    for row in rows:
+        lesson = _lesson(row)
+        if wanted <= set(lesson.tags):
+            return lesson
+    return None
+
+
+def find_lesson(
+    store: Store, kind: str, *, evidence: Sequence[str], tags: Iterable[str] = ()
+) -> Lesson | None:
+    """The oldest lesson of ``kind`` with exactly ``evidence`` and every one of ``tags``."""
+    return _find(store.conn, kind, evidence, tags)
+
+
+def ensure_lesson(
+    store: Store,
+    kind: str,
+    text: str,
+    *,
+    tags: Sequence[str] = (),
+    paths: Iterable[str] = (),
+    evidence: Sequence[str],
+) -> int:
+    """The id of the lesson ``find_lesson`` finds, or of a new one stored with these fields.
+
+    The lookup and the insert are one transaction. What coalmine retains by itself goes
+    through here, so retaining the same thing twice (a resumed run, a calibration run again)
+    keeps one lesson: its kind, evidence and tags are the key.
+
+    Raises:
+        ValueError: ``kind`` is not one of ``KINDS``, or ``text`` is blank.
+    """
+    _check(kind, text)
+    with transaction(store.conn) as c:
+        found = _find(c, kind, evidence, tags)
+        return found.id if found is not None else _insert(c, kind, text, tags, paths, evidence)
 
 
 def get_lesson(store: Store, lesson_id: int) -> Lesson:

@@ -280,3 +280,26 @@ def _lessons(conn: sqlite3.Connection) -> None:
         " INSERT INTO lessons_fts (rowid, text, tags, paths)"
         " VALUES (new.id, new.text, new.tags, new.paths); END"
     )
+
+
+@migration("m007_gate_runs")
+def _gate_runs(conn: sqlite3.Connection) -> None:
+    # One row per gate command run by `coalmine gates run`: when and how it ended, never its
+    # output (a gate may print anything, secrets included). `kits status` compares a gate's
+    # last start with the files its kit's evolution rules watch.
+    _execute_script(
+        conn,
+        """
+        CREATE TABLE gate_runs (
+            id INTEGER PRIMARY KEY,
+            gate TEXT NOT NULL,
+            kit TEXT NOT NULL,
+            blocks INTEGER NOT NULL,
+            started_ms INTEGER NOT NULL,         -- Unix ms
+            seconds REAL NOT NULL,
+            status TEXT NOT NULL,                -- pass | fail | timeout
+            exit_code INTEGER                    -- NULL on timeout
+        );
+        CREATE INDEX gate_runs_gate ON gate_runs (gate, started_ms)
+        """,
+    )

@@ -1,0 +1,348 @@
+"""``coalmine init``, ``coalmine kits list|status|update`` and ``coalmine gates list|run``.
+
+Planning and writing live in :mod:`coalmine.runner.harness`, :mod:`coalmine.runner.drift` and
+:mod:`coalmine.runner.kit_gates`; these commands show plans as diffs and ask before writing.
+Nothing is written without ``--apply``, except at a terminal, where each file is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import click
+
+from coalmine.cli.options import root_option, store_option
+from coalmine.kits import all_kits
+from coalmine.runner.drift import HarnessStatus, harness_status, plan_update
+from coalmine.runner.harness import FileChange, InitPlan, apply_changes, plan_init
+from coalmine.runner.history import open_store
+from coalmine.runner.kit_gates import (
+    GateOutcome,
+    GateToRun,
+    gates_exit_code,
+    plan_gates,
+    run_gates,
+)
+from coalmine.store.memory import mark_stale
+
+kit_option = click.option(
+    "--kit",
+    "kits",
+    multiple=True,
+    metavar="ID",
+    help="Only this kit (repeatable); init adopts it even when it does not apply.",
+)
+apply_option = click.option(
+    "--apply", is_flag=True, help="Write every proposed file (default: show the diffs only)."
+)
+dry_run_option = click.option(
+    "--dry-run", is_flag=True, help="Only show the plan, even at a terminal (never asks)."
+)
+diff_option = click.option(
+    "--diff/--no-diff", default=True, show_default=True, help="Show each file's diff."
+)
+
+
+@click.command("init")
+@kit_option
+@apply_option
+@dry_run_option
+@diff_option
+@root_option
+def init_command(kits: tuple[str, ...], apply: bool, dry_run: bool, diff: bool, root: Path) -> int:
+    """Profile the repository and propose the template kits that apply, as diffs.
+
+    Shows every file the kits would write (and coalmine.yaml when there is none). Nothing is
+    written without --apply, or a yes per file at a terminal. An existing file is never
+    overwritten: identical ones are adopted, different ones kept and not owned.
+    harness/manifest.json records each adopted kit and the files it owns.
+    """
+    plan = plan_init(root, kits=kits)
+    click.echo(_render_proposals(plan))
+    if plan.empty:
+        adopted = ", ".join(plan.adopted) or "none"
+        click.echo(f"nothing new to propose (adopted: {adopted}); see `coalmine kits status`")
+        return 0
+    _show_changes(plan.changes, diff)
+    accept = _acceptor(apply, dry_run)
+    if accept is None:
+        count = sum(c.writes for c in plan.changes)
+        click.echo(
+            f"dry run: nothing written. `coalmine init --apply` writes these {count} file(s)"
+            " and harness/manifest.json."
+        )
+        return 0
+    applied = apply_changes(plan.root, plan.changes, plan.manifest, accept=accept)
+    click.echo(f"wrote {len(applied.written)} file(s)" + _declined(applied.declined))
+    if applied.manifest_written:
+        click.echo("harness/manifest.json records the adopted kits and the files they own")
+    return 0
+
+
+@click.group("kits")
+def kits_group() -> None:
+    """Template kits: list them, see how the harness drifted, update it."""
+
+
+@kits_group.command("list")
+def kits_list_command() -> int:
+    """The installed kits: id, version, the signals that make them apply, what they write."""
+    for kit in all_kits():
+        spec = kit.spec
+        click.echo(f"{spec.id}  v{spec.version}  {spec.title}")
+        click.echo(f"  risk: {spec.risk}")
+        click.echo(f"  applies when: {', '.join(spec.applies_when)}")
+        click.echo(f"  writes: {', '.join(kit.files())}")
+        gates = ", ".join(f"{c.id} ({_blocking(c.blocks)})" for c in spec.commands) or "none"
+        click.echo(f"  gates: {gates}")
+    return 0
+
+
+@kits_group.command("status")
+@click.option("--check", is_flag=True, help="Exit 1 when anything drifted (for CI).")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@root_option
+@store_option
+def kits_status_command(check: bool, as_json: bool, root: Path, store_path: Path | None) -> int:
+    """How the harness drifted since adoption.
+
+    Owned files edited by hand or missing, kits that stopped or started applying, kit
+    versions that moved on, and the evolution rules that fire.
+    """
+    store = open_store(root, path=store_path)
+    try:
+        status = harness_status(root, store)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(_status_json(status), indent=2))
+    else:
+        click.echo(_render_status(status))
+    return int(check and (status.drifted or not status.manifest))
+
+
+@kits_group.command("update")
+@kit_option
+@apply_option
+@dry_run_option
+@diff_option
+@root_option
+@store_option
+def kits_update_command(
+    kits: tuple[str, ...],
+    apply: bool,
+    dry_run: bool,
+    diff: bool,
+    root: Path,
+    store_path: Path | None,
+) -> int:
+    """Propose the adopted kits' new text as a three-way merge with your edits, as diffs.
+
+    Lessons recalled for a file are shown before it is replaced, merged or deleted. Exit 1
+    when an applied merge left conflicts (marked <<<<<<< yours / >>>>>>> kit) to resolve.
+    """
+    store = open_store(root, path=store_path)
+    try:
+        mark_stale(store, root)
+        plan = plan_update(root, kits=kits, store=store)
+    finally:
+        store.close()
+    for kit_id in plan.missing_kits:
+        click.echo(f"kit {kit_id} is adopted but no longer installed: left as it is")
+    if plan.empty:
+        click.echo("the harness is up to date with its kits")
+        return 0
+    _show_changes(plan.changes, diff)
+    accept = _acceptor(apply, dry_run)
+    if accept is None:
+        click.echo("dry run: nothing written. `coalmine kits update --apply` writes it.")
+        return 0
+    applied = apply_changes(root, plan.changes, plan.manifest, accept=accept)
+    click.echo(f"wrote {len(applied.written)} file(s)" + _declined(applied.declined))
+    if applied.conflicts:
+        click.echo(f"conflicts to resolve in: {', '.join(applied.conflicts)}")
+        return 1
+    return 0
+
+
+@click.group("gates")
+def gates_group() -> None:
+    """The gate commands of the adopted kits (harness/manifest.json)."""
+
+
+@gates_group.command("list")
+@root_option
+def gates_list_command(root: Path) -> int:
+    """The gates: id, kit, blocking or advisory, command."""
+    for gate in plan_gates(root):
+        click.echo(f"{gate.id}  {gate.kit}  {_blocking(gate.blocks)}  {gate.command}")
+    return 0
+
+
+@gates_group.command("run")
+@click.argument("gate_ids", nargs=-1, metavar="[GATE]...")
+@kit_option
+@click.option("--verbose", "-v", is_flag=True, help="Print every gate's output.")
+@root_option
+@store_option
+def gates_run_command(
+    gate_ids: tuple[str, ...],
+    kits: tuple[str, ...],
+    verbose: bool,
+    root: Path,
+    store_path: Path | None,
+) -> int:
+    """Run the gates (all, or GATE... / --kit): exit 1 when a blocking one fails.
+
+    An advisory gate's failure is reported and does not change the exit code. Each run is
+    stored (how it ended, not its output); a blocking gate that passed last time and fails
+    now is remembered as a caught-regression lesson.
+    """
+    gates = plan_gates(root, ids=gate_ids, kits=kits)
+    if not gates:
+        click.echo("no gates: the adopted kits declare none")
+        return 0
+
+    def started(gate: GateToRun) -> None:
+        click.echo(f"…     {gate.id}: {gate.command}")
+
+    def ended(outcome: GateOutcome) -> None:
+        gate = outcome.gate
+        verdict = {"pass": "PASS", "fail": "FAIL", "timeout": "TIME"}[outcome.status]
+        code = "" if outcome.exit_code is None else f", exit {outcome.exit_code}"
+        click.echo(
+            f"{verdict}  {gate.id}  ({gate.kit}, {_blocking(gate.blocks)},"
+            f" {outcome.seconds:.1f}s{code})"
+        )
+        if verbose or outcome.status != "pass":
+            for line in outcome.output.rstrip().splitlines()[-40:]:
+                click.echo(f"      {line}")
+
+    store = open_store(root, path=store_path)
+    try:
+        outcomes = run_gates(root, gates, store=store, on_start=started, on_end=ended)
+    finally:
+        store.close()
+    failed = [o for o in outcomes if o.status != "pass"]
+    blocking = [o.gate.id for o in failed if o.gate.blocks]
+    advisory = [o.gate.id for o in failed if not o.gate.blocks]
+    click.echo(
+        f"{len(outcomes) - len(failed)}/{len(outcomes)} gates passed"
+        + (f"; blocking failures: {', '.join(blocking)}" if blocking else "")
+        + (f"; advisory failures: {', '.join(advisory)}" if advisory else "")
+    )
+    return gates_exit_code(outcomes)
+
+
+def _blocking(blocks: bool) -> str:
+    return "blocking" if blocks else "advisory"
+
+
+def _declined(declined: Sequence[str]) -> str:
+    return f"; declined {len(declined)}: {', '.join(declined)}" if declined else ""
+
+
+def _acceptor(apply: bool, dry_run: bool) -> Callable[[FileChange], bool] | None:
+    """Accept all (``--apply``), ask per file at a terminal, or ``None`` for a dry run."""
+    if apply:
+        return lambda change: True
+    if dry_run or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return None
+    return lambda change: click.confirm(f"{change.action} {change.path}?", default=False)
+
+
+def _render_proposals(plan: InitPlan) -> str:
+    lines = [f"profiled {plan.profile.files_scanned} files in {plan.root}"]
+    if not plan.proposals:
+        return "\n".join(lines)
+    lines.append("kits proposed:")
+    for proposal in plan.proposals:
+        spec = proposal.kit.spec
+        lines.append(f"  {spec.id} v{spec.version}: {spec.title}. {spec.risk}")
+        for signal in proposal.because:
+            places = ", ".join(
+                e.path if e.line is None else f"{e.path}:{e.line}" for e in signal.evidence[:3]
+            )
+            more = len(signal.evidence) - 3
+            lines.append(
+                f"    because {signal.kind}: {places}" + (f" (+{more})" if more > 0 else "")
+            )
+        if not proposal.because:
+            lines.append("    asked for with --kit")
+    return "\n".join(lines)
+
+
+def _show_changes(changes: Sequence[FileChange], diff: bool) -> None:
+    click.echo("files:")
+    for change in changes:
+        owner = f"  ({change.kit})" if change.kit else ""
+        note = f"  {change.note}" if change.note else ""
+        if change.action != "unchanged" or change.note:
+            click.echo(f"  {change.action:<9} {change.path}{owner}{note}")
+        for lesson in change.lessons:
+            click.echo(f"            lesson {lesson}")
+    if diff:
+        for change in changes:
+            if change.writes:
+                click.echo(change.diff(), nl=False)
+
+
+def _render_status(status: HarnessStatus) -> str:
+    if not status.manifest:
+        return "no harness/manifest.json: run `coalmine init` to adopt kits"
+    lines = ["kits:"]
+    for kit in status.kits:
+        if kit.installed_version is None:
+            state = "no longer installed"
+        elif kit.outdated:
+            state = f"v{kit.adopted_version} adopted, v{kit.installed_version} available"
+        else:
+            state = f"v{kit.adopted_version}, up to date"
+        applies = f"applies ({', '.join(kit.because)})" if kit.because else "applies (asked for)"
+        lines.append(f"  {kit.id}: {state}; {applies if kit.applies else 'NO LONGER APPLIES'}")
+    for kit_id, kinds in status.new_kits:
+        lines.append(f"  {kit_id}: NEWLY APPLIES ({', '.join(kinds)}): `coalmine init`")
+    changed = [f for f in status.files if f.state != "ok"]
+    lines.append(f"files: {len(status.files)} owned, {len(changed)} changed")
+    lines += [f"  {f.state:<8} {f.path}  ({f.kit})" for f in changed]
+    if status.suggestions:
+        lines.append("suggestions:")
+        for s in status.suggestions:
+            why = f"changed since {s.last_run}" if s.last_run else "never ran"
+            lines.append(f"  {s.kit}: {s.text} → {s.rerun}")
+            lines.append(f"    {why}: {', '.join(s.changed)}")
+    lines.append("drifted" if status.drifted else "no drift")
+    return "\n".join(lines)
+
+
+def _status_json(status: HarnessStatus) -> dict[str, object]:
+    return {
+        "manifest": status.manifest,
+        "drifted": status.drifted,
+        "kits": [
+            {
+                "id": k.id,
+                "adoptedVersion": k.adopted_version,
+                "installedVersion": k.installed_version,
+                "applies": k.applies,
+                "because": list(k.because),
+            }
+            for k in status.kits
+        ],
+        "newKits": [{"id": i, "because": list(kinds)} for i, kinds in status.new_kits],
+        "files": [{"kit": f.kit, "path": f.path, "state": f.state} for f in status.files],
+        "suggestions": [
+            {
+                "kit": s.kit,
+                "text": s.text,
+                "rerun": s.rerun,
+                "changed": list(s.changed),
+                "lastRun": s.last_run,
+            }
+            for s in status.suggestions
+        ],
+        "advice": [{"kit": k, "text": t} for k, t in status.advice],
+    }

@@ -1,0 +1,159 @@
+"""The facts kit templates see: routes, documents, Go mains, Nix tools, Charm, MCP servers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from coalmine.profile import profile_repository
+from coalmine.profile.facts import MAX_DOCS, collect_facts, route_of
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("path", "route"),
+    [
+        ("app/page.tsx", "/"),
+        ("src/app/(shop)/cart/page.tsx", "/cart"),
+        ("app/blog/[slug]/page.tsx", None),
+        ("pages/index.tsx", "/"),
+        ("pages/about.tsx", "/about"),
+        ("pages/blog/index.jsx", "/blog"),
+        ("pages/blog/[id].tsx", None),
+        ("src/routes/settings/+page.svelte", "/settings"),
+        ("src/lib/util.ts", None),
+    ],
+)
+def test_route_of(path: str, route: str | None) -> None:
+    assert route_of(path) == route
+
+
+def facts_of(root: Path):  # type: ignore[no-untyped-def]
+    return collect_facts(root, profile_repository(root).signals)
+
+
+def test_an_empty_repository_has_every_key_empty(tmp_path: Path) -> None:
+    assert facts_of(tmp_path) == {
+        "routes": [],
+        "docs": [],
+        "go_module": None,
+        "go_mains": [],
+        "nix": {"flake": False, "shell_nix": False, "envrc": False, "tools": []},
+        "charm": [],
+        "mcp_servers": [],
+        "agent_files": [],
+        "node_package_manager": None,
+        "dev_command": None,
+    }
+
+
+def test_web_routes_and_the_dev_command(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "package.json": json.dumps({"dependencies": {"next": "15"}, "scripts": {"dev": "x"}}),
+            "pnpm-lock.yaml": "",
+            "app/page.tsx": "export default 1",
+            "app/about/page.tsx": "export default 1",
+            "app/posts/[id]/page.tsx": "export default 1",
+        },
+    )
+    facts = facts_of(tmp_path)
+    assert facts["routes"] == ["/", "/about"]
+    assert facts["node_package_manager"] == "pnpm"
+    assert facts["dev_command"] == "pnpm run dev"
+
+
+def test_docs_take_their_heading_or_stem_and_stop_at_the_cap(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "docs/a-setup.md": "intro\n# Setting up\n",
+            "docs/b.rst": "Deploying\n=========\n",
+            "docs/c_notes.txt": "no heading here\n",
+            "docs/img.png": "not a doc",
+            **{f"knowledge/k{i:02}.md": f"# K {i}\n" for i in range(20)},
+        },
+    )
+    docs = facts_of(tmp_path)["docs"]
+    assert docs[:3] == [
+        {"id": "docs/a-setup.md", "title": "Setting up", "excerpt": ""},
+        {"id": "docs/b.rst", "title": "Deploying", "excerpt": ""},
+        {"id": "docs/c_notes.txt", "title": "c notes", "excerpt": "no heading here"},
+    ]
+    assert len(docs) == MAX_DOCS
+    assert docs[-1] == {"id": "knowledge/k08.md", "title": "K 8", "excerpt": ""}
+
+
+def test_the_readme_is_the_corpus_when_there_is_no_docs_folder(tmp_path: Path) -> None:
+    write(tmp_path, {"README.md": "# My project\n"})
+    assert facts_of(tmp_path)["docs"] == [{"id": "README.md", "title": "My project", "excerpt": ""}]
+
+
+def test_go_module_mains_and_charm_libraries(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "go.mod": "module example.com/shop\n\nrequire (\n"
+            "\tgithub.com/charmbracelet/wish v1.4.0\n"
+            "\tgithub.com/charmbracelet/bubbletea/v2 v2.0.0\n"
+            "\tgithub.com/charmbracelet/x/vcr v0.1.0\n)\n",
+            "main.go": "package main\n",
+            "cmd/server/main.go": "package main\n",
+            "cmd/lib/lib.go": "package lib\n",
+        },
+    )
+    facts = facts_of(tmp_path)
+    assert facts["go_module"] == "example.com/shop"
+    assert facts["go_mains"] == [".", "./cmd/server"]
+    assert facts["charm"] == ["bubbletea", "vcr", "wish"]
+
+
+def test_nix_tools_from_the_dev_shell(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "flake.nix": "{ outputs = { ... }: { devShells.default = pkgs.mkShell {\n"
+            "  packages = with pkgs; [ go_1_22 gopls nodejs_20 # editor\n jq ];\n"
+            "  buildInputs = [ pkgs.python3 pkgs.go_1_22 ];\n}; }; }\n",
+            ".envrc": "use flake\n",
+        },
+    )
+    assert facts_of(tmp_path)["nix"] == {
+        "flake": True,
+        "shell_nix": False,
+        "envrc": True,
+        "tools": ["go", "gopls", "node", "jq", "python3"],
+    }
+
+
+def test_mcp_servers_and_agent_files(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            ".mcp.json": json.dumps({"mcpServers": {"github": {}, "files": {}}}),
+            ".vscode/mcp.json": json.dumps({"servers": {"github": {}, "db": {}}}),
+            "broken/mcp.json": "{not json",
+            ".claude/agents/reviewer.md": "---\nname: reviewer\n---\nReview.\n",
+        },
+    )
+    facts = facts_of(tmp_path)
+    assert facts["mcp_servers"] == ["github", "files", "db"]
+    assert facts["agent_files"] == [".claude/agents/reviewer.md"]
+
+
+def test_an_excerpt_is_the_text_after_the_title_cut_at_a_word(tmp_path: Path) -> None:
+    write(
+        tmp_path, {"docs/long.md": "# Long\n\n" + "word\n" * 100, "docs/short.md": "# S\nA  b\n c"}
+    )
+    long, short = facts_of(tmp_path)["docs"]
+    assert long["excerpt"] == " ".join(["word"] * 80) + " …"  # 80 words: 399 chars, cut at 400
+    assert short["excerpt"] == "A b c"
