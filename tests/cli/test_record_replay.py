@@ -122,3 +122,39 @@ def test_a_replay_agent_in_the_config(project: Project, tmp_path: Path) -> None:
     proc = project.run_cli("canary", "run", "--format", "json", "--display", "none")
     assert proc.returncode == 0, proc.stderr
     assert [r["verdict"] for r in json.loads(proc.stdout)["results"]] == ["PASS"] * 3
+
+
+def test_an_eval_run_records_then_replays_with_the_server_gone(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REC_KEY", KEY)
+    cassette = tmp_path / "evals.cassette.jsonl"
+    project.write("harness/evals/sec.yaml", "agent: QA Coordinator\nprompt_template: '{{ q }}'\n")
+    project.write(
+        "harness/evals/sec.jsonl",
+        "".join(
+            json.dumps({"id": f"c{i}", "vars": {"q": f"handler{i} review"},
+                        "graders": [{"type": "contains", "config": {"value": f"handler{i}"}}]})
+            + "\n"
+            for i in range(3)
+        ),
+    )  # fmt: skip
+
+    def run(*args: str) -> Any:
+        proc = project.run_cli("eval", "run", *args, "--format", "json", "--display", "none")
+        assert proc.returncode == 0, proc.stderr
+        return [(s["suiteId"], s["passed"], s["failed"]) for s in json.loads(proc.stdout)]
+
+    with FakeOpenAI() as server:
+        server.default = answer
+        configure(project, server.base_url)
+        live = run("--record", str(cassette))
+        assert len(server.requests) == 3
+    assert KEY not in cassette.read_text() and len(cassette.read_text().splitlines()) == 3
+    with FakeOpenAI() as watcher:
+        configure(project, watcher.base_url)
+        monkeypatch.delenv("REC_KEY")
+        assert run("--replay", str(cassette)) == live == [("sec", 3, 0)]
+        assert watcher.requests == []
+    both = project.run_cli("eval", "run", "--record", "a.jsonl", "--replay", str(cassette))
+    assert both.returncode == 2 and "--record and --replay exclude each other" in both.stderr

@@ -200,15 +200,21 @@ def test_fixture_replay_answers_from_the_recorded_fixtures(tmp_path: Path) -> No
     root = tmp_path / "repo"
     render(root, **FACTS)
     write_agent(root, CAREFUL)
-    (root / "harness" / "fixtures").mkdir()
-    fixtures = str(root / "harness/fixtures/agent-runtime.db")
-    record = eval_run(root, *SUITES[:2], "--cache", "--store", fixtures)
+    fixtures = root / "harness/fixtures/agent-runtime.jsonl"
+    record = eval_run(root, *SUITES[:2], "--record", str(fixtures))
     assert record == 0
+    cases = sum(
+        len((root / f"harness/evals/{suite}.jsonl").read_text().splitlines())
+        for suite in SUITES[:2]
+    )
+    assert len(fixtures.read_text().splitlines()) == cases  # one answer a case
     write_agent(root, RECKLESS)  # a regression the recorded answers predate
 
     replay = run_gate(root, "agent-fixture-replay.sh", env=gate_env(tmp_path))
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert "replaying the answers recorded in harness/fixtures/agent-runtime.db" in replay.stderr
+    assert "replaying the answers recorded in harness/fixtures/agent-runtime.jsonl" in (
+        replay.stderr
+    )
 
 
 def test_a_gate_without_coalmine_says_how_to_install_it(tmp_path: Path) -> None:

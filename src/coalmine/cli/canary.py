@@ -18,6 +18,8 @@ from coalmine.cli.options import (
     display_option,
     judge_reruns_option,
     parse_report,
+    record_option,
+    replay_option,
     resume_option,
     root_option,
     store_option,
@@ -49,18 +51,8 @@ def canary() -> None:
 @resume_option("canary")
 @cache_option
 @click.option("--cache-explain", is_flag=True, help="With --cache: say why each case missed.")
-@click.option(
-    "--record",
-    "record_to",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write every answer agents and the judge give to this cassette (JSON lines).",
-)
-@click.option(
-    "--replay",
-    "replay_from",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Answer every call from this cassette: no agent runs, no network is used.",
-)
+@record_option
+@replay_option
 @click.option(
     "--max-cost",
     type=click.FloatRange(min=0),

@@ -17,6 +17,8 @@ from coalmine.cli.options import (
     cache_option,
     display_option,
     judge_reruns_option,
+    record_option,
+    replay_option,
     resume_option,
     root_option,
     store_option,
@@ -65,6 +67,8 @@ def eval_group() -> None:
 @click.option("--no-judge", is_flag=True, help="Skip judge graders (llm-rubric, context-…).")
 @resume_option("eval")
 @cache_option
+@record_option
+@replay_option
 @click.option(
     "--format",
     "fmt",
@@ -88,6 +92,8 @@ def run_command(
     no_judge: bool,
     resume: str | None,
     cache: bool | None,
+    record_to: Path | None,
+    replay_from: Path | None,
     fmt: str,
     display: DisplayType,
     judge_reruns: int,
@@ -97,6 +103,8 @@ def run_command(
     Each suite writes .coalmine/reports/evals/<suite>/<run id>.json (coalmine.eval.result.v1)
     and its summary goes to the run store. Exit 1 only when a blocking suite fails.
     """
+    if record_to is not None and replay_from is not None:
+        raise UsageError("--record and --replay exclude each other: record once, then replay")
     config = project_config(root)
     if config.path is None:
         raise ConfigError(
@@ -132,7 +140,7 @@ def run_command(
                 partial(
                     _run, plan, store=store, concurrency=concurrency, resume=resume_id,
                     no_judge=no_judge, cache=use_cache, hooks=[hooks], command_line=sys.argv,
-                    judge_reruns=judge_reruns,
+                    judge_reruns=judge_reruns, record=record_to, replay=replay_from,
                 )
             )  # fmt: skip
     finally:

@@ -66,3 +66,17 @@ def parse_report(value: str) -> tuple[str, Path]:
     if not sep or not fmt or not path:
         raise click.BadParameter(f"{value!r}: write FORMAT:PATH, e.g. junit:reports/junit.xml")
     return fmt, Path(path)
+
+
+record_option = click.option(
+    "--record",
+    "record_to",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every answer agents and the judge give to this cassette (JSON lines).",
+)
+replay_option = click.option(
+    "--replay",
+    "replay_from",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Answer every call from this cassette: no agent runs, no network is used.",
+)

@@ -34,6 +34,7 @@ from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeGrade
 from coalmine.judge.policy import JudgeGate
 from coalmine.providers.base import AgentRequest, CallContext, redact
+from coalmine.providers.replay import Cassette
 from coalmine.results import (
     OUTPUT_LIMIT,
     EvalFailure,
@@ -134,8 +135,13 @@ async def run_evals(
     cancel: anyio.Event | None = None,
     reports_dir: Path | None = None,
     command_line: Sequence[str] = (),
+    record: Path | None = None,
+    replay: Path | None = None,
 ) -> EvalOutcome:
     """Run every selected case of ``plan``; store, summarise and write each suite's result.
+
+    ``record`` writes every answer agents and the judge give to a cassette; ``replay``
+    answers every call from one (nothing is called; repeats get the recorded answer).
 
     ``stop`` stops the run gracefully: no case starts after it, and the cases in flight finish
     (so a resumed run never calls a case twice). ``cancel`` stops it at once: the cases in
@@ -153,7 +159,12 @@ async def run_evals(
     stop = stop or anyio.Event()
     exhausted = False
     secrets = tuple(_secrets(config))
-    wiring = _Wiring(ResponseCache(store) if cache else None, secrets, None, None)
+    wiring = _Wiring(
+        ResponseCache(store) if cache else None,
+        secrets,
+        Cassette.load(record, must_exist=False) if record else None,
+        Cassette.load(replay) if replay else None,
+    )
     callers: dict[str, Caller] = {}
     judge: Caller | None = None
     judge_info = _judge_info(config, no_judge)

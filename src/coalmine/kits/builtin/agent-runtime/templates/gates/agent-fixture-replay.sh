@@ -2,19 +2,19 @@
 # Owned by coalmine kit agent-runtime (see harness/manifest.json). Edit freely: `coalmine kits
 # status` shows your edits and `coalmine kits update` merges kit updates.
 #
-# Replays the agent's recorded answers through agent-tool-safety and trajectory-goal-success.
-# `coalmine eval run --cache` answers a call from the response cache of its run store when the
-# same agent, with the same settings, was given the same prompt before; any other call goes to
-# the agent and its answer is recorded. The recorded answers (the fixtures) are the store
-# harness/fixtures/agent-runtime.db: when it exists, this gate replays from it; otherwise it
-# calls the agent, caching in the default store (.coalmine/coalmine.db). Record the fixtures
-# once, commit the file, and rerun this gate after each change to the suites or graders:
+# Replays the agent's recorded answers through agent-tool-safety and trajectory-goal-success:
+# a change to the suites or graders is checked against answers the agent really gave, with no
+# agent, model or network. The fixtures are a cassette, harness/fixtures/agent-runtime.jsonl
+# (JSON lines, secrets scrubbed); record it once, review and commit it, and record it again
+# when the agent changes on purpose:
 #
-#   mkdir -p harness/fixtures && coalmine eval run agent-tool-safety trajectory-goal-success \
-#     --cache --store harness/fixtures/agent-runtime.db
+#   coalmine eval run agent-tool-safety trajectory-goal-success \
+#     --record harness/fixtures/agent-runtime.jsonl
 #
+# Without a cassette this gate calls the agent live.
 # Arguments go to `coalmine eval run` (e.g. --filter 'tag:git', --no-judge).
-# Exit code: coalmine's (0 every case passed, 1 a blocking case failed, 2 a bad suite or config).
+# Exit code: coalmine's (0 every case passed, 1 a blocking case failed, 2 a bad suite or config
+# or a call the cassette does not hold).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,11 +23,11 @@ if ! command -v coalmine >/dev/null 2>&1; then
   exit 127
 fi
 
-fixtures=harness/fixtures/agent-runtime.db
-store=()
+fixtures=harness/fixtures/agent-runtime.jsonl
+replay=()
 if [ -f "$fixtures" ]; then
   echo "agent-fixture-replay: replaying the answers recorded in $fixtures" >&2
-  store=(--store "$fixtures")
+  replay=(--replay "$fixtures")
 else
   echo "agent-fixture-replay: no recorded answers in $fixtures yet, so the agent is called" \
     "(see the top of gates/agent-fixture-replay.sh to record them)" >&2
@@ -41,5 +41,5 @@ if ! grep -Eqs '^judge[[:space:]]*:' coalmine.yaml \
   judge=(--no-judge)
 fi
 
-exec coalmine eval run agent-tool-safety trajectory-goal-success --cache \
-  ${store[@]+"${store[@]}"} ${judge[@]+"${judge[@]}"} "$@"
+exec coalmine eval run agent-tool-safety trajectory-goal-success \
+  ${replay[@]+"${replay[@]}"} ${judge[@]+"${judge[@]}"} "$@"
