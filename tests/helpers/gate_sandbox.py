@@ -21,6 +21,7 @@ from typing import Any
 
 import coalmine.kits
 from coalmine.kits import RenderedFile, load_kit, render_kit
+from tests.helpers.kit_project import context
 
 KITS = Path(coalmine.kits.__file__).parent / "builtin"
 
@@ -40,24 +41,9 @@ def make_context(
     signals: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """A render context as the engine builds it: every fact present, ``facts`` overriding."""
-    base: dict[str, Any] = {
-        "routes": [],
-        "docs": [],
-        "go_module": None,
-        "go_mains": [],
-        "nix": {"flake": False, "shell_nix": False, "envrc": False, "tools": []},
-        "charm": [],
-        "mcp_servers": [],
-        "agent_files": [],
-        "node_package_manager": None,
-        "dev_command": None,
-    }
-    return {
-        "project": project,
-        "agent": "demo-agent",
-        "signals": dict(signals or {}),
-        "facts": {**base, **(facts or {})},
-    }
+    return context(
+        project=project, agent="demo-agent", signals=dict(signals or {}), **(facts or {})
+    )
 
 
 def render(kit_id: str, context: Mapping[str, Any]) -> dict[str, RenderedFile]:

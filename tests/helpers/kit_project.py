@@ -33,23 +33,37 @@ def load_bundled(kit_id: str) -> Kit:
     return load_kit(kit_folder(kit_id))
 
 
-def context(*, project: str = "demo", agent: str = "app", **facts: Any) -> dict[str, Any]:
+EMPTY_FACTS: dict[str, Any] = {
+    "routes": [],
+    "docs": [],
+    "go_module": None,
+    "go_mains": [],
+    "nix": {"flake": False, "shell_nix": False, "envrc": False, "tools": []},
+    "charm": [],
+    "mcp_servers": [],
+    "agent_files": [],
+    "node_package_manager": None,
+    "dev_command": None,
+}
+"""The facts of an empty repository, written out by hand (tests/profile/test_facts.py checks)."""
+
+
+def context(
+    *,
+    project: str = "demo",
+    agent: str = "app",
+    signals: dict[str, list[dict[str, Any]]] | None = None,
+    **facts: Any,
+) -> dict[str, Any]:
     """The render context the engine builds, with empty facts unless given."""
-    every: dict[str, Any] = {
-        "routes": [],
-        "docs": [],
-        "go_module": None,
-        "go_mains": [],
-        "nix": {"flake": False, "shell_nix": False, "envrc": False, "tools": []},
-        "charm": [],
-        "mcp_servers": [],
-        "agent_files": [],
-        "node_package_manager": None,
-        "dev_command": None,
-    }
-    unknown = set(facts) - set(every)
+    unknown = set(facts) - set(EMPTY_FACTS)
     assert not unknown, f"not a fact: {unknown}"
-    return {"project": project, "agent": agent, "signals": {}, "facts": {**every, **facts}}
+    return {
+        "project": project,
+        "agent": agent,
+        "signals": dict(signals or {}),
+        "facts": {**EMPTY_FACTS, **facts},
+    }
 
 
 def render_into(root: Path, kit_id: str, ctx: dict[str, Any]) -> list[str]:

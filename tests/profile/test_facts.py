@@ -9,6 +9,7 @@ import pytest
 
 from coalmine.profile import profile_repository
 from coalmine.profile.facts import MAX_DOCS, collect_facts, route_of
+from tests.helpers.kit_project import EMPTY_FACTS
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -41,18 +42,7 @@ def facts_of(root: Path):  # type: ignore[no-untyped-def]
 
 
 def test_an_empty_repository_has_every_key_empty(tmp_path: Path) -> None:
-    assert facts_of(tmp_path) == {
-        "routes": [],
-        "docs": [],
-        "go_module": None,
-        "go_mains": [],
-        "nix": {"flake": False, "shell_nix": False, "envrc": False, "tools": []},
-        "charm": [],
-        "mcp_servers": [],
-        "agent_files": [],
-        "node_package_manager": None,
-        "dev_command": None,
-    }
+    assert facts_of(tmp_path) == EMPTY_FACTS
 
 
 def test_web_routes_and_the_dev_command(tmp_path: Path) -> None:
