@@ -18,11 +18,11 @@ from coalmine.judge.labels import Verdict, load_labels
 from coalmine.providers.base import CallContext
 from coalmine.reports.calibration import render_calibrations_html
 from coalmine.runner.calibrate import calibrate
-from coalmine.runner.canary import _secrets, _Wiring
 from coalmine.runner.case import judge_fn_for
 from coalmine.runner.history import project_config
 from coalmine.runner.labelling import Asked, Draft, LabelFile, plan_labelling, run_candidates
 from coalmine.runner.redteam import RedTeamReport, load_pack, run_redteam
+from coalmine.runner.wiring import Wiring, secret_values
 from coalmine.store.runs import Store
 
 
@@ -160,7 +160,7 @@ def redteam_command(
     if agent is None:
         raise ConfigError("no judge to test: configure 'judge:' or pass --judge AGENT")
     cases = load_pack(pack)
-    caller = _Wiring(None, tuple(_secrets(config)), None, None).caller(agent)
+    caller = Wiring(None, tuple(secret_values(config)), None, None).caller(agent)
     timeout = config.defaults.judge_timeout_seconds
 
     async def main() -> RedTeamReport:

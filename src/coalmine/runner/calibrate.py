@@ -28,9 +28,9 @@ from coalmine.graders.llm_judge import JudgeGrade
 from coalmine.judge.calibration import JudgedItem, disagreements, summarize
 from coalmine.judge.labels import LabelledItem, LabelSet
 from coalmine.providers.base import CallContext
-from coalmine.runner.canary import _secrets, _Wiring
 from coalmine.runner.case import Caller, judge_fn_for
 from coalmine.runner.lessons import retain_calibration_lessons
+from coalmine.runner.wiring import Wiring, secret_values
 from coalmine.store.cache import ResponseCache
 from coalmine.store.runs import Store
 
@@ -97,7 +97,9 @@ async def calibrate(
     (kind,) = kinds
     primary = _agent(config, judge)
     others = [_agent(config, name) for name in quorum]
-    wiring = _Wiring(ResponseCache(store) if cache else None, tuple(_secrets(config)), None, None)
+    wiring = Wiring(
+        ResponseCache(store) if cache else None, tuple(secret_values(config)), None, None
+    )
     callers = {a.name: wiring.caller(a) for a in [primary, *others]}
     timeout = config.defaults.judge_timeout_seconds
     replies: dict[str, list[str]] = {}

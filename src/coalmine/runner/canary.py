@@ -10,11 +10,9 @@ was killed) by running only the cases it has no result for.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import anyio
@@ -22,12 +20,12 @@ import anyio
 from coalmine._util.clock import Clock, SystemClock, format_utc
 from coalmine._util.git import read_git_state
 from coalmine._util.hashing import hash_bytes
-from coalmine.config import AgentConfig, Config
+from coalmine.config import Config
 from coalmine.errors import UsageError
 from coalmine.graders.base import registry as graders
 from coalmine.judge.policy import JudgeGate
-from coalmine.providers.base import CallContext, build_provider, default_retries
-from coalmine.providers.replay import Cassette, ReplayProvider
+from coalmine.providers.base import CallContext
+from coalmine.providers.replay import Cassette
 from coalmine.reports.json import write_result_file
 from coalmine.results import CanaryRun, CaseResult, InvalidSpecRecord, JudgeInfo, RunTotals
 from coalmine.runner.case import (
@@ -51,6 +49,7 @@ from coalmine.runner.execute import run_bounded
 from coalmine.runner.gates import exit_code
 from coalmine.runner.lessons import recall_for_canaries, retain_canary_regression
 from coalmine.runner.plan import RESULTS_DIR, CanaryPlan, PlannedCanary, require_judge
+from coalmine.runner.wiring import Wiring, coalmine_version, describe_judge, secret_values
 from coalmine.specs.loader import InvalidSpec
 from coalmine.store.cache import ResponseCache
 from coalmine.store.runs import NewRun, Store
@@ -126,16 +125,16 @@ async def run_canaries(
     clock = clock or SystemClock()
     t0 = clock.monotonic()
     judge_agent = None if no_judge else config.judge
-    judge_info = _judge_info(config, no_judge)
+    judge_info = describe_judge(config, no_judge)
     stored = _RunRecord.open(
         store, resume, plan, clock, judge_info, {"jobs": jobs, "no_judge": no_judge,
                                                   "cache": cache}, command_line,
     )  # fmt: skip
     todo = [(i, c) for i, c in enumerate(plan.canaries) if c.loaded.id not in stored.done]
     response_cache = ResponseCache(store) if cache and store is not None else None
-    wiring = _Wiring(
+    wiring = Wiring(
         response_cache,
-        tuple(_secrets(config)),
+        tuple(secret_values(config)),
         Cassette.load(record, must_exist=False) if record else None,
         Cassette.load(replay) if replay else None,
     )
@@ -228,7 +227,7 @@ async def run_canaries(
             interrupted=interrupted,
             judge=judge_info,
             duration_seconds=round(clock.monotonic() - t0, 3),
-            coalmine_version=_version(),
+            coalmine_version=coalmine_version(),
             store_run_id=stored.run_id,
             stopped="max_cost" if over_budget else None,
             lessons=lessons,
@@ -311,7 +310,7 @@ def start_run_record(
             started_at=started,
             git_commit=git.commit,
             git_dirty=git.dirty,
-            coalmine_version=_version(),
+            coalmine_version=coalmine_version(),
             config_hash=hash_bytes(config.path.read_bytes()) if config.path else None,
             command_line=list(command_line),
             selectors=list(selectors),
@@ -319,31 +318,6 @@ def start_run_record(
             judge=judge,
         )
     )
-
-
-@dataclass(frozen=True)
-class _Wiring:
-    """What every caller of a run shares: the cache, the secrets, the cassettes."""
-
-    cache: ResponseCache | None
-    secrets: tuple[str, ...]
-    recorder: Cassette | None
-    replay: Cassette | None
-
-    def caller(self, agent: AgentConfig) -> Caller:
-        provider = build_provider(agent)
-        if self.replay is not None:
-            # Replayed answers stand in for the real provider, which is never called.
-            identity = getattr(provider, "cache_identity", lambda: None)()
-            provider = ReplayProvider.standing_in(agent.name, self.replay, identity)
-        return Caller.for_agent(
-            provider,
-            agent,
-            cache=self.cache,
-            secrets=self.secrets,
-            retries=0 if self.replay is not None else default_retries(agent),
-            recorder=self.recorder,
-        )
 
 
 def _in_order(
@@ -373,43 +347,3 @@ def _relative(path: Path, root: Path) -> str:
         return str(path.relative_to(root))
     except ValueError:
         return str(path)
-
-
-def _judge_info(config: Config, no_judge: bool) -> JudgeInfo:
-    if no_judge:
-        return JudgeInfo(mode="disabled")
-    if config.judge is not None:
-        model = getattr(config.judge.settings, "model", None)
-        return JudgeInfo(
-            mode="agent",
-            agent=config.judge.name,
-            provider=config.judge.provider,
-            model=model,
-            description=config.judge.description,
-            inline=config.agents.get(config.judge.name) is not config.judge or None,
-        )
-    return JudgeInfo(mode="none" if config.judge_mode == "none" else "unset")
-
-
-def _secrets(config: Config) -> list[str]:
-    """Values of every variable that holds a secret (``api_key_env``, env-sourced headers …).
-
-    They are never written anywhere: results, the store, the cache and reports are scrubbed.
-    """
-    agents = [*config.agents.values(), *([config.judge] if config.judge else [])]
-    names: set[str] = set()
-    for agent in agents:
-        name = getattr(agent.settings, "api_key_env", None)
-        if name:
-            names.add(name)
-        more = getattr(agent.settings, "secret_env_names", None)
-        if more is not None:
-            names.update(more())
-    return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
-
-
-def _version() -> str | None:
-    try:
-        return version("coalmine")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return None

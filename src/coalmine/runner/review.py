@@ -35,9 +35,10 @@ from coalmine.providers.base import AgentRequest, CallContext, redact
 from coalmine.review.layout import Pipeline, ReviewEval, ReviewSet
 from coalmine.review.leakage import Leak, find_leaks
 from coalmine.review.staging import StagedEval, stage_all
-from coalmine.runner.canary import _secrets, _version, _Wiring, start_run_record
+from coalmine.runner.canary import start_run_record
 from coalmine.runner.case import Caller, judge_fn_for
 from coalmine.runner.execute import run_bounded
+from coalmine.runner.wiring import Wiring, coalmine_version, secret_values
 from coalmine.store.evals import (
     Attempt,
     AttemptWriter,
@@ -234,8 +235,8 @@ async def run_review(
         if leaks:
             raise LeakError(ev.name, leaks)
     agents = _agents(config, pipeline, models)
-    secrets = tuple(_secrets(config))
-    wiring = _Wiring(None, secrets, None, None)
+    secrets = tuple(secret_values(config))
+    wiring = Wiring(None, secrets, None, None)
     callers = {name: wiring.caller(agent) for name, agent in agents.items()}
     reviewer = _reviewer_role(pipeline)
     variants: list[str | None] = list(models) if models else [None]
@@ -504,7 +505,7 @@ def write_note(
     samples = max((r.sample for r in runs), default=0) + 1
     text = (
         f"# Review eval runs — {date}\n\n"
-        f"Harness: coalmine {_version() or 'unknown'} · run `{run_id}` in the run store "
+        f"Harness: coalmine {coalmine_version() or 'unknown'} · run `{run_id}` in the run store "
         f"(`coalmine runs show {run_id}`) · config {config.path}\n\n"
         f"Roles (each sees only its inputs):\n{roles}\n\n"
         f"Samples per eval: {samples}\n\n"
