@@ -1,0 +1,129 @@
+"""Which coalmine grader grades a promptfoo assertion, or why none can.
+
+coalmine's text graders carry promptfoo's names and meanings (``equals``, ``contains``,
+``icontains-any``, ``regex``, ``levenshtein``, ``is-json`` … each with its ``not-`` form), so
+most deterministic assertions map one to one: the assertion's ``value`` (and ``threshold``,
+where the grader has one) becomes the grader's config. Model-graded ones map to coalmine's
+judge graders (``llm-rubric``, ``context-recall``, ``context-faithfulness``), advisory until
+the judge is calibrated. ``javascript`` and ``python`` assertions are the config author's code:
+the runner runs them (Node.js, Python), so they map to a runtime, not a grader. ``assert-set``
+groups assertions and is scored by :mod:`coalmine.promptfoo.scoring`.
+
+Everything else is reported as unsupported with the reason, never dropped: the importer lists
+it, and a row that needs it is an ERROR, as promptfoo makes a row with an invalid assertion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from coalmine.promptfoo.assertion import Assertion
+from coalmine.specs.models import GraderSpec
+
+__all__ = ["DIRECT", "JUDGED", "UNSUPPORTED", "MappedAssertion", "map_assertion"]
+
+Runtime = Literal["grader", "javascript", "python", "assert-set", "unsupported"]
+
+DIRECT: frozenset[str] = frozenset(
+    {
+        "equals",
+        "contains",
+        "icontains",
+        "contains-any",
+        "contains-all",
+        "icontains-any",
+        "icontains-all",
+        "starts-with",
+        "regex",
+        "levenshtein",
+        "is-json",
+        "contains-json",
+        "is-refusal",
+        "rouge-n",
+        "bleu",
+        "word-count",
+        "latency",
+        "cost",
+    }
+)
+"""promptfoo types whose coalmine grader has the same name, config and meaning."""
+
+WITH_THRESHOLD: frozenset[str] = frozenset(
+    {"levenshtein", "rouge-n", "bleu", "latency", "cost", "llm-rubric", "context-recall",
+     "context-faithfulness"}
+)  # fmt: skip
+"""Graders whose config takes the assertion's ``threshold``."""
+
+JUDGED: frozenset[str] = frozenset({"llm-rubric", "context-recall", "context-faithfulness"})
+"""Model-graded types coalmine's judge graders grade (advisory until calibrated)."""
+
+UNSUPPORTED: dict[str, str] = {
+    "similar": "needs an embedding model; coalmine grades no embeddings",
+    "factuality": "a model-graded rubric coalmine has no grader for; use llm-rubric",
+    "model-graded-factuality": "a model-graded rubric coalmine has no grader for; use llm-rubric",
+    "model-graded-closedqa": "a model-graded rubric coalmine has no grader for; use llm-rubric",
+    "answer-relevance": "needs an embedding model; coalmine grades no embeddings",
+    "context-relevance": "a model-graded metric coalmine has no grader for",
+    "g-eval": "a model-graded metric coalmine has no grader for; use llm-rubric",
+    "moderation": "calls a moderation API coalmine does not call",
+    "webhook": "calls a web service from a grader; coalmine graders reach no network",
+    "classifier": "needs a classifier model coalmine does not run",
+    "perplexity": "needs the model's log-probabilities",
+    "perplexity-score": "needs the model's log-probabilities",
+    "select-best": "compares rows with each other; coalmine grades each row alone",
+    "max-score": "compares rows with each other; coalmine grades each row alone",
+    "human": "a human rating, not an automatic grade",
+}
+"""Types coalmine cannot grade, with the reason the importer reports."""
+
+
+@dataclass(frozen=True)
+class MappedAssertion:
+    """How one promptfoo assertion is graded in coalmine."""
+
+    assertion: Assertion
+    runtime: Runtime
+    grader: GraderSpec | None = None
+    """The grader (``runtime == "grader"``)."""
+    problem: str | None = None
+    """Why it cannot be graded (``runtime == "unsupported"``)."""
+
+
+def map_assertion(assertion: Assertion) -> MappedAssertion:
+    """The coalmine grading of ``assertion`` (a grader, a runtime, or why it is unsupported).
+
+    ``not-<type>`` maps to coalmine's ``not-<type>`` grader, which inverts as promptfoo does
+    for that type; a negated type coalmine has no ``not-`` form of is unsupported.
+    """
+    base, negated = assertion.base_type, assertion.negated
+    if base == "assert-set" and not negated:
+        return MappedAssertion(assertion, "assert-set")
+    if base == "javascript":
+        return MappedAssertion(assertion, "javascript")
+    if base == "python":
+        return MappedAssertion(assertion, "python")
+    if base in DIRECT or (base in JUDGED and not negated):
+        try:
+            grader = GraderSpec(
+                type=assertion.type, weight=assertion.weight, config=_config(assertion)
+            )
+        except ValueError as exc:
+            return MappedAssertion(assertion, "unsupported", problem=str(exc))
+        return MappedAssertion(assertion, "grader", grader=grader)
+    reason = UNSUPPORTED.get(base)
+    if reason is None and base in JUDGED:
+        reason = f"coalmine has no not- form of {base}"
+    return MappedAssertion(
+        assertion, "unsupported", problem=f"{assertion.type}: {reason or 'unknown type'}"
+    )
+
+
+def _config(assertion: Assertion) -> dict[str, Any]:
+    """The grader config: ``value`` (when given) and ``threshold`` where the grader has one."""
+    config: dict[str, Any] = {}
+    if assertion.value is not None:
+        config["value"] = assertion.value
+    if assertion.threshold is not None and assertion.base_type in WITH_THRESHOLD:
+        config["threshold"] = assertion.threshold
+    return config
