@@ -1,0 +1,139 @@
+"""A promptfoo config as the test matrix promptfoo 0.121.20 evaluates: tests × providers × prompts.
+
+:func:`load_matrix` reads the config, its prompt, provider and test files, applies
+``defaultTest`` and ``scenarios``, expands list vars and repeats, and numbers each test as
+promptfoo's ``testIdx``. :meth:`Matrix.rows` yields the (test, prompt, provider) rows in
+promptfoo's evaluation order, without the pairs a test's ``prompts:``/``providers:`` filter or a
+provider's ``prompts:`` excludes. Nothing is rendered: templates and var values stay as written.
+
+promptfoo's ``promptIdx`` numbers the result *columns*, one per (provider, prompt) pair a
+provider runs, provider by provider (:attr:`Matrix.columns`, :attr:`Row.prompt_idx`).
+
+Errors (a malformed file, a bad CSV row, a filter naming no prompt …) are all collected, each at
+its file and line, and raised as one ``ConfigError``; warnings (what is ignored or differs from
+promptfoo) come back in :attr:`Matrix.warnings` as ``file:line: message``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coalmine.promptfoo.config import CONFIG_FILE, load_config
+from coalmine.promptfoo.expand import MatrixTest, build_tests
+from coalmine.promptfoo.prompt_refs import PromptRef, read_prompts
+from coalmine.promptfoo.provider_refs import ProviderRef, read_providers
+from coalmine.promptfoo.rules import prompt_allowed, provider_allowed
+from coalmine.promptfoo.sources import Problems
+
+__all__ = ["Column", "Matrix", "MatrixTest", "PromptRef", "ProviderRef", "Row", "load_matrix"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A (provider, prompt) pair a provider runs: promptfoo's ``promptIdx`` is its ``index``."""
+
+    index: int
+    provider: ProviderRef
+    prompt: PromptRef
+
+
+@dataclass(frozen=True)
+class Row:
+    """One evaluation: a test, on a prompt, by a provider."""
+
+    test: MatrixTest
+    prompt: PromptRef
+    provider: ProviderRef
+    prompt_idx: int
+    """promptfoo's ``promptIdx`` (the column)."""
+
+    @property
+    def test_idx(self) -> int:
+        """The test's ``testIdx``."""
+        return self.test.index
+
+    @property
+    def template(self) -> str:
+        """The template rendered for this row: the test's prefix, the prompt, its suffix."""
+        return f"{self.test.prefix}{self.prompt.raw}{self.test.suffix}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """Everything promptfoo would evaluate for a config, before any rendering."""
+
+    path: Path
+    base_dir: Path
+    """The config's folder: relative ``file://`` paths (vars, providers) start here."""
+    description: str | None
+    prompts: tuple[PromptRef, ...]
+    providers: tuple[ProviderRef, ...]
+    columns: tuple[Column, ...]
+    tests: tuple[MatrixTest, ...]
+    default_test: Mapping[str, Any]
+    """The ``defaultTest`` applied (raw)."""
+    extras: Mapping[str, Any]
+    """The config's other keys, for the caller: ``evaluateOptions``, ``env``, ``outputPath``,
+    ``tags``, ``metadata``, ``derivedMetrics`` and ``nunjucksFilters`` (kept, not applied) …"""
+    warnings: tuple[str, ...] = ()
+
+    def rows(self) -> Iterator[Row]:
+        """The rows in promptfoo's evaluation order: test, then provider, then prompt."""
+        for test in self.tests:
+            for provider in self.providers:
+                if not provider_allowed(provider, test.provider_filter, base_dir=self.base_dir):
+                    continue
+                for column in self.columns:
+                    if column.provider is provider and prompt_allowed(
+                        column.prompt, test.prompt_filter
+                    ):
+                        yield Row(test, column.prompt, provider, column.index)
+
+
+def load_matrix(
+    path: Path | str = CONFIG_FILE, *, environ: Mapping[str, str] | None = None
+) -> Matrix:
+    """Read a promptfoo config and everything it points at into a :class:`Matrix`.
+
+    Args:
+        path: The config file.
+        environ: What ``{{ env.NAME }}`` in the config reads (nothing unless given).
+
+    Raises:
+        ConfigError: every problem found, each with its file and line.
+    """
+    problems = Problems()
+    config = load_config(Path(path), problems=problems, environ=environ)
+    if config is None:
+        problems.raise_if_any()
+        raise AssertionError("unreachable: load_config reported no problem")
+    prompts = read_prompts(config, problems)
+    providers = read_providers(config, problems)
+    tests, default = build_tests(config, problems, prompts=prompts, providers=providers)
+    problems.raise_if_any()
+    columns = [
+        (provider, prompt)
+        for provider in providers
+        for prompt in prompts
+        if prompt_allowed(prompt, provider.prompts)
+    ]
+    data = config.data
+    kept = {k: v for k, v in data.items() if k not in _APPLIED_HERE}
+    return Matrix(
+        path=config.path,
+        base_dir=config.base_dir,
+        description=data.get("description") if isinstance(data.get("description"), str) else None,
+        prompts=prompts,
+        providers=providers,
+        columns=tuple(Column(i, pv, pr) for i, (pv, pr) in enumerate(columns)),
+        tests=tuple(tests),
+        default_test=default,
+        extras=kept,
+        warnings=tuple(str(w) for w in problems.warnings),
+    )
+
+
+_APPLIED_HERE = {"description", "prompts", "providers", "tests", "scenarios", "defaultTest"}
