@@ -170,7 +170,7 @@ def test_agent_with_unknown_provider(tmp_path: Path) -> None:
     assert error.line == 3
     assert error.reason == (
         "agent 'QA': unknown provider 'comand' (did you mean 'command'?); "
-        "valid providers: anthropic, command, http, openai, python, replay"
+        "valid providers: anthropic, command, echo, http, openai, python, replay"
     )
 
 
@@ -180,7 +180,7 @@ def test_agent_without_provider(tmp_path: Path) -> None:
     assert error.line == 2
     assert (
         error.reason
-        == "agent 'QA' needs 'provider:' (one of: anthropic, command, http, openai, python, replay)"
+        == "agent 'QA' needs 'provider:' (one of: anthropic, command, echo, http, openai, python, replay)"
     )
 
 
@@ -190,7 +190,7 @@ def test_agent_typo_key_gives_line_and_valid_keys(tmp_path: Path) -> None:
     message = str(config_error(tmp_path))
     assert (
         f"{path}:4: agent 'QA': unknown key 'argvs' in agents.QA (did you mean 'argv'?); "
-        "valid keys: argv, cwd, env, max_output_bytes"
+        "valid keys: argv, convention, cwd, env, max_output_bytes, options"
     ) in message
 
 

@@ -471,3 +471,68 @@ def test_no_trajectory_folder_is_left_behind_whatever_the_end(
     missing = CommandSettings(argv=["coalmine-no-such-program-xyz"])
     fail(CommandProvider(agent="A", settings=missing, base_dir=tmp_path))
     assert list(temp.iterdir()) == []
+
+
+# --- convention: promptfoo (promptfoo's exec: provider) ---------------------------------------
+
+ARGV_DUMP = """
+    import json, os, sys
+    json.dump({"args": sys.argv[1:], "stdin": sys.stdin.read(), "cwd": os.getcwd()},
+              open("seen.json", "w"))
+    print("\\x1b[32m  answer \\x1b[0m\\n")
+    """
+
+
+def test_promptfoo_convention_passes_prompt_options_and_context_as_arguments(
+    tmp_path: Path,
+) -> None:
+    options = {"id": "exec:x", "config": {"t": 0.5, "n": 1.0, "basePath": "."}, "env": {}}
+    provider = make(tmp_path, ARGV_DUMP, convention="promptfoo", options=options)
+
+    async def main() -> AgentOutput:
+        context = CallContext("c", "A", vars={"name": "Ünï", "n": 2})
+        return await provider.call(AgentRequest(TRICKY_PROMPT, context))
+
+    output = anyio.run(main)
+
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    base = str(tmp_path.resolve())
+    assert seen["args"] == [
+        TRICKY_PROMPT,
+        '{"id":"exec:x","config":{"t":0.5,"n":1,"basePath":' + json.dumps(base) + '},"env":{}}',
+        '{"vars":{"name":"Ünï","n":2}}',
+    ]
+    assert seen["stdin"] == ""
+    assert output.text == "  answer "  # trimmed, then the escapes removed (promptfoo's order)
+
+
+def test_promptfoo_convention_stderr_without_an_answer_is_a_failure(tmp_path: Path) -> None:
+    quiet = "import sys; sys.stderr.write('\\x1b[31mno key\\x1b[0m\\n')"
+    error = fail(make(tmp_path, quiet, convention="promptfoo"))
+    assert (error.reason, error.kind) == ("no key", "crash")
+
+    talkative = "import sys; sys.stderr.write('warning\\n'); print('fine')"
+    output = call(make(tmp_path, talkative, convention="promptfoo"))
+    assert (output.text, output.stderr_tail) == ("fine", "warning")
+
+    silent = call(make(tmp_path, "pass", convention="promptfoo"))
+    assert silent.text == ""
+
+
+def test_promptfoo_convention_keeps_exit_codes_and_trajectories(tmp_path: Path) -> None:
+    error = fail(make(tmp_path, "import sys; sys.exit(3)", convention="promptfoo"))
+    assert error.process_exit_code == 3
+    code = """
+        import json, os
+        with open(os.environ["COALMINE_TRAJECTORY"], "a") as f:
+            f.write(json.dumps({"type": "tool_call", "name": "t", "arguments": {}}) + "\\n")
+        print("ok")
+        """
+    output = call(make(tmp_path, code, convention="promptfoo"))
+    assert [c.name for c in output.tool_calls] == ["t"]
+
+
+def test_options_need_the_promptfoo_convention() -> None:
+    with pytest.raises(ValueError, match="options are sent only with convention: promptfoo"):
+        CommandSettings(argv=["x"], options={"config": {}})
+    assert CommandSettings(argv=["x"]).convention == "coalmine"

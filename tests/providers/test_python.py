@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import inspect
+import json
+import re
 import sys
 import textwrap
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from pydantic import ValidationError
 
 from coalmine.errors import ProviderError
 from coalmine.providers.base import AgentRequest, CallContext
@@ -366,3 +370,118 @@ def test_a_dict_that_is_not_an_answer_is_bad_output(
     error = fail(make(tmp_path, f"{package}.impl:run"))
     assert (error.kind, error.retryable) == ("bad_output", False)
     assert message in str(error)
+
+
+# --- convention: promptfoo (promptfoo's Python provider) -------------------------------------
+
+PROMPTFOO_PROVIDER = """
+    import json, os, sys
+
+    def call_api(prompt, options, context):
+        return {"output": json.dumps([prompt, options, context, __name__, sys.path[0]]),
+                "tokenUsage": {"total": 5, "prompt": 2, "completion": 3}}
+
+    class Agent:
+        @staticmethod
+        def answer(prompt, options, context):
+            return {"output": "class:" + prompt}
+
+    async def fails(prompt, options, context):
+        return {"error": "bad input: " + context["vars"]["name"], "output": "ignored"}
+
+    def raises(prompt, options, context):
+        raise ValueError("bad " + prompt)
+
+    def nothing(prompt, options, context):
+        return {"output": None}
+    """
+
+
+def promptfoo_agent(
+    folder: Path, base_dir: Path, function: str | None = None, **settings: Any
+) -> PythonProvider:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "my-provider.py").write_text(textwrap.dedent(PROMPTFOO_PROVIDER), encoding="utf-8")
+    values: dict[str, Any] = {
+        "convention": "promptfoo",
+        "file": str(folder.relative_to(base_dir) / "my-provider.py"),
+    }
+    if function is not None:
+        values["function"] = function
+    return PythonProvider(
+        agent="Impl", settings=PythonSettings(**values, **settings), base_dir=base_dir
+    )
+
+
+@pytest.fixture
+def clean_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+
+@pytest.mark.usefixtures("clean_path")
+def test_promptfoo_convention_calls_call_api_with_json_arguments(tmp_path: Path) -> None:
+    options = {"id": "file://p.py", "config": {"t": 1.0, "basePath": "."}, "env": {}}
+    provider = promptfoo_agent(tmp_path / "providers", tmp_path, options=options)
+    context = CallContext("c", "Impl", vars={"name": "Ünï"})
+
+    output = call(provider, "exact\r\nprompt ✓ ", context=context)
+
+    prompt, got_options, got_context, module, path0 = json.loads(output.text)
+    assert prompt == "exact\r\nprompt ✓ "
+    assert got_options == {
+        "id": "file://p.py",
+        "config": {"t": 1, "basePath": str(tmp_path.resolve())},
+        "env": {},
+    }
+    assert got_context == {"vars": {"name": "Ünï"}}
+    assert (module, path0) == ("my-provider", str((tmp_path / "providers").resolve()))
+    assert output.usage == {"total_tokens": 5, "prompt_tokens": 2, "completion_tokens": 3}
+    assert "my-provider" not in sys.modules
+
+
+@pytest.mark.usefixtures("clean_path")
+def test_promptfoo_convention_named_functions_and_failures(tmp_path: Path) -> None:
+    def agent(function: str) -> PythonProvider:
+        return promptfoo_agent(tmp_path, tmp_path, function)
+
+    assert call(agent("Agent.answer"), "hi").text == "class:hi"
+    context = CallContext("c", "Impl", vars={"name": "x"})
+    with pytest.raises(ProviderError) as error:
+        call(agent("fails"), context=context)
+    assert (error.value.reason, error.value.kind) == ("bad input: x", "crash")
+    raised = fail(agent("raises"))
+    assert raised.reason == "Python error: bad hello"
+    assert raised.stderr_tail is not None and "ValueError: bad hello" in raised.stderr_tail
+    nothing = fail(agent("nothing"))
+    assert (nothing.reason, nothing.kind) == ("No output", "bad_output")
+    no_file = PythonSettings(convention="promptfoo", file="nowhere.py")
+    lost = fail(PythonProvider(agent="Impl", settings=no_file, base_dir=tmp_path))
+    assert (lost.kind, lost.reason) == ("config", f"no Python file {tmp_path / 'nowhere.py'}")
+    missing = fail(agent("absent"))
+    assert missing.kind == "config" and "Function 'absent' not found" in missing.reason
+    assert "call_api, fails, nothing, raises" in missing.reason
+
+
+@pytest.mark.usefixtures("clean_path")
+def test_promptfoo_convention_with_a_module_target(tmp_path: Path, package: str) -> None:
+    write_impl(tmp_path, package, PROMPTFOO_PROVIDER)
+    settings = PythonSettings(convention="promptfoo", target=f"{package}.impl:call_api")
+    provider = PythonProvider(agent="Impl", settings=settings, base_dir=tmp_path)
+    assert json.loads(call(provider, "p").text)[:3] == ["p", {}, {"vars": {}}]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"file": "p.py"}, "file need convention: promptfoo"),
+        ({"target": "a:b", "options": {"x": 1}}, "options need convention: promptfoo"),
+        ({}, "target is required"),
+        ({"convention": "promptfoo"}, "give either target (module:function) or file"),
+        ({"convention": "promptfoo", "file": "p.py", "target": "a:b"}, "give either"),
+        ({"convention": "promptfoo", "target": "a:b", "function": "f"}, "function goes with file"),
+        ({"convention": "promptfoo", "file": "p.py", "function": "a.b.c"}, "function"),
+    ],
+)
+def test_promptfoo_settings_name_the_code_one_way(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        PythonSettings(**values)

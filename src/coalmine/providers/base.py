@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -30,6 +30,9 @@ class CallContext:
     agent: str
     phase: str | None = None
     attempt: int = 1
+    vars: Mapping[str, Any] | None = None
+    """The case's variables, when it has them (agents called with promptfoo's conventions
+    receive them as ``context["vars"]``)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ registry: Registry[ProviderType] = Registry(
     builtins=(
         "coalmine.providers.anthropic",
         "coalmine.providers.command",
+        "coalmine.providers.echo",
         "coalmine.providers.http",
         "coalmine.providers.openai",
         "coalmine.providers.python",

@@ -12,6 +12,12 @@ in ``COALMINE_TRAJECTORY``. An agent may append JSON lines to it, e.g.
 after a successful exit its ``tool_call`` lines become ``AgentOutput.tool_calls``, in order.
 ``message`` lines and unknown types are skipped; a line that cannot be read is a warning, not an
 error. The folder is removed after every call, whatever its end.
+
+``convention: promptfoo`` runs the program as promptfoo's ``exec:`` provider does (0.121.20):
+three more arguments after ``argv`` (the prompt, the ``options`` as JSON, the call context
+``{"vars": …}`` as JSON), stdin closed without a byte, and the answer is stdout trimmed, then
+stripped of ANSI escapes. Output on stderr with an empty answer is a failure whose message is
+that stderr (promptfoo's rule); stderr beside an answer is kept as a tail, as always.
 """
 
 from __future__ import annotations
@@ -23,13 +29,14 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine.errors import ProviderError
+from coalmine.providers._promptfoo import call_context, call_options, exec_output, js_json
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput, ToolCall
 
@@ -52,6 +59,18 @@ class CommandSettings(BaseModel):
     """Working directory, relative to the config file's folder (default: that folder)."""
     max_output_bytes: int = Field(16 * 1024 * 1024, gt=0)
     """stdout (and the trajectory file) beyond this many bytes is dropped, with a warning."""
+    convention: Literal["coalmine", "promptfoo"] = "coalmine"
+    """``promptfoo``: called as promptfoo's ``exec:`` provider (prompt, options and context as
+    arguments, empty stdin, stdout trimmed and stripped of ANSI escapes)."""
+    options: dict[str, Any] = {}
+    """With ``convention: promptfoo``: the provider options, sent as the second argument
+    (``{id?, config: {…, basePath}, env}``; a relative ``basePath`` is the config's folder)."""
+
+    @model_validator(mode="after")
+    def _options_need_promptfoo(self) -> CommandSettings:
+        if self.options and self.convention != "promptfoo":
+            raise ValueError("options are sent only with convention: promptfoo")
+        return self
 
 
 @provider("command", settings=CommandSettings)
@@ -63,6 +82,8 @@ class CommandProvider:
         self.agent = agent
         self.settings = settings
         self.cwd = (base_dir / settings.cwd) if settings.cwd else base_dir
+        self.promptfoo = settings.convention == "promptfoo"
+        self.options = call_options(settings.options, base_dir) if self.promptfoo else {}
         program = settings.argv[0]
         # A relative program path ("./agents/run.sh") means the config folder, not coalmine's cwd.
         if os.sep in program and not os.path.isabs(program):
@@ -87,9 +108,13 @@ class CommandProvider:
 
     async def _run(self, request: AgentRequest, trajectory: Path) -> AgentOutput:
         env = {**os.environ, **self.settings.env, TRAJECTORY_ENV: str(trajectory)}
+        argv, stdin = self.argv, request.prompt.encode("utf-8")
+        if self.promptfoo:
+            context = js_json(call_context(request.context))
+            argv, stdin = [*argv, request.prompt, js_json(self.options), context], b""
         try:
             process = await anyio.open_process(
-                self.argv,
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -107,7 +132,8 @@ class CommandProvider:
             async def feed() -> None:
                 assert process.stdin is not None
                 try:
-                    await process.stdin.send(request.prompt.encode("utf-8"))
+                    if stdin:
+                        await process.stdin.send(stdin)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     pass  # the agent exited without reading all of its input; its exit says why
                 finally:
@@ -138,6 +164,10 @@ class CommandProvider:
         if returncode != 0:
             raise self._error(_describe_exit(returncode), exit_code=returncode, stderr_tail=tail)
         text, warnings = _decode(bytes(stdout))
+        if self.promptfoo:
+            text = exec_output(text)
+            if not text and tail and exec_output(tail):
+                raise self._error(exec_output(tail), exit_code=0, stderr_tail=tail)
         if dropped:
             limit = self.settings.max_output_bytes
             warnings.append(f"stdout was cut at {limit} bytes ({dropped} bytes dropped)")
@@ -146,7 +176,10 @@ class CommandProvider:
     def cache_identity(self) -> dict[str, Any]:
         """What shapes this agent's answer besides the prompt (for the response cache)."""
         s = self.settings
-        return {"provider": "command", "argv": s.argv, "env": s.env, "cwd": s.cwd}
+        identity = {"provider": "command", "argv": s.argv, "env": s.env, "cwd": s.cwd}
+        if self.promptfoo:
+            identity |= {"convention": s.convention, "options": s.options}
+        return identity
 
     async def aclose(self) -> None:
         """Nothing stays open between calls."""

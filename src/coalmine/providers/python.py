@@ -7,6 +7,16 @@ since Python cannot kill a thread: use the ``command`` provider for agents that 
 
 The function returns the answer's text, or ``{"output": text, "tool_calls": [...]}`` where each
 call is ``{"name", "arguments", "id"?}`` or an object with those attributes (its trajectory).
+
+``convention: promptfoo`` calls the function as promptfoo's Python provider does (0.121.20):
+``function(prompt, options, context)`` with JSON values (``options`` is the agent's
+``options``; ``context`` is ``{"vars": …}``), and reads ``{"output", "error", "tokenUsage"}``:
+a truthy ``error`` fails the call with that message, a missing or null ``output`` fails it as
+"No output", an ``output`` that is not text becomes its JSON text. The code is named by
+``target`` or, as promptfoo names it, by ``file`` (a path, loaded under the file's name with its
+folder first on ``sys.path``) and ``function`` (``call_api`` unless given; ``Class.method``
+allowed). It runs in coalmine's own interpreter and working directory (promptfoo runs it in a
+worker process of ``python3`` from its own working directory).
 """
 
 from __future__ import annotations
@@ -17,15 +27,24 @@ import traceback
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from coalmine._util.target import TargetError, load_target
 from coalmine.errors import FailureKind, ProviderError
+from coalmine.providers._promptfoo import (
+    DEFAULT_FUNCTION,
+    ConventionError,
+    call_arguments,
+    call_context,
+    call_options,
+    load_function,
+    read_answer,
+)
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput, ToolCall
 
@@ -37,8 +56,34 @@ class PythonSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    target: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    target: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
     """``module:function``; the function takes ``(prompt)`` or ``(prompt, context)``."""
+    convention: Literal["coalmine", "promptfoo"] = "coalmine"
+    """``promptfoo``: called as promptfoo's Python provider, ``(prompt, options, context)``,
+    answering ``{"output": …, "error": …, "tokenUsage": …}``."""
+    file: str | None = Field(None, min_length=1)
+    """With ``convention: promptfoo``, instead of ``target``: the Python file, relative to the
+    config file's folder (e.g. ``providers/my-provider.py``)."""
+    function: str | None = Field(None, pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
+    """With ``file``: the function to call (default ``call_api``), or ``Class.method``."""
+    options: dict[str, Any] = {}
+    """With ``convention: promptfoo``: the provider options, the second argument (``{id?,
+    config: {…, basePath}, env}``; a relative ``basePath`` is the config file's folder)."""
+
+    @model_validator(mode="after")
+    def _one_way_to_name_the_code(self) -> PythonSettings:
+        if self.convention == "coalmine":
+            extra = [k for k in ("file", "function", "options") if getattr(self, k)]
+            if extra:
+                raise ValueError(f"{' and '.join(extra)} need convention: promptfoo")
+            if self.target is None:
+                raise ValueError("target is required (module:function)")
+            return self
+        if (self.target is None) == (self.file is None):
+            raise ValueError("give either target (module:function) or file (a .py path)")
+        if self.function is not None and self.file is None:
+            raise ValueError("function goes with file; a target names its function itself")
+        return self
 
 
 @provider("python", settings=PythonSettings)
@@ -48,16 +93,22 @@ class PythonProvider:
     def __init__(self, *, agent: str, settings: BaseModel, base_dir: Path):
         assert isinstance(settings, PythonSettings)
         self.agent = agent
-        self.target = settings.target
+        self.settings = settings
+        self.target = settings.target or f"{settings.file}:{settings.function or DEFAULT_FUNCTION}"
         self.base_dir = base_dir
         self._function: Callable[..., Any] | None = None
         self._wants_context = True
+        self.promptfoo = settings.convention == "promptfoo"
+        self.options = call_options(settings.options, base_dir) if self.promptfoo else {}
 
     async def call(self, request: AgentRequest) -> AgentOutput:
         """Call the function with the prompt (and the call context)."""
         function = self._load()
         args: tuple[Any, ...] = (request.prompt, request.context)
-        if not self._wants_context:
+        if self.promptfoo:
+            context = call_context(request.context)
+            args = tuple(call_arguments(request.prompt, self.options, context))
+        elif not self._wants_context:
             args = (request.prompt,)
         try:
             if _is_async(function):
@@ -66,7 +117,16 @@ class PythonProvider:
                 result = await _run_in_daemon_thread(partial(function, *args), self.agent)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the agent's failure is recorded
             tail = "".join(traceback.format_exception(exc)[-6:]).strip()
-            raise self._error(f"raised {type(exc).__name__}: {exc}", stderr_tail=tail) from None
+            said = f"raised {type(exc).__name__}: {exc}"
+            raise self._error(
+                f"Python error: {exc}" if self.promptfoo else said, stderr_tail=tail
+            ) from None
+        if self.promptfoo:
+            try:
+                answer = read_answer(result, self.target.rpartition(":")[2])
+            except ConventionError as exc:
+                raise self._error(str(exc), kind=exc.kind) from None
+            return AgentOutput(text=answer.text, usage=answer.usage)
         if isinstance(result, str):
             return AgentOutput(text=result)
         text, calls = self._read_result(result)
@@ -74,6 +134,9 @@ class PythonProvider:
 
     def cache_identity(self) -> dict[str, Any]:
         """What shapes this agent's answer besides the prompt (for the response cache)."""
+        if self.promptfoo:
+            s = self.settings
+            return {"provider": "python", "target": self.target, "options": s.options}
         return {"provider": "python", "target": self.target}
 
     async def aclose(self) -> None:
@@ -81,6 +144,13 @@ class PythonProvider:
 
     def _load(self) -> Callable[..., Any]:
         if self._function is not None:
+            return self._function
+        if self.settings.file is not None:
+            try:
+                path = self.base_dir / self.settings.file
+                self._function = load_function(path, self.settings.function or DEFAULT_FUNCTION)
+            except ConventionError as exc:
+                raise self._error(str(exc), kind=exc.kind) from None
             return self._function
         try:
             obj = load_target(self.target, self.base_dir)
