@@ -367,7 +367,9 @@ async def test_a_hung_snippet_times_out_and_the_worker_restarts() -> None:
             with pytest.raises(JsTimeout, match=r"did not finish within 0\.2 s"):
                 await grade(short, code)
             assert time.monotonic() - start < 5
-            assert (await grade(short, "true")).passed  # a fresh worker
+            assert (
+                await grade(short, "true", timeout=10)
+            ).passed  # a fresh worker (a loaded CI may be slow)
         with pytest.raises(JsTimeout):  # a call may set its own limit
             await grade(short, "new Promise((r) => setTimeout(() => r(true), 200))", timeout=0.05)
 
