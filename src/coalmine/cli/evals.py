@@ -24,10 +24,13 @@ from coalmine.cli.options import (
     store_option,
 )
 from coalmine.errors import ConfigError, UsageError
+from coalmine.promptfoo.report import dump_promptfoo_output
 from coalmine.results import EvalSuiteResult
 from coalmine.runner.evalplan import EvalPlan, Selection, plan_evals, require_eval_judge
 from coalmine.runner.evals import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
 from coalmine.runner.history import project_config, resumable_run
+from coalmine.runner.promptfoo_output import promptfoo_document, render_table, rows_json
+from coalmine.runner.promptfoo_run import run_promptfoo
 from coalmine.store.runs import Store
 
 
@@ -72,10 +75,27 @@ def eval_group() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["table", "json"]),
+    type=click.Choice(["table", "json", "promptfoo"]),
     default="table",
     show_default=True,
-    help="Print a table of suites, or the suites' result JSON (a list), on stdout.",
+    help="Print a table of suites (of rows, with --promptfoo), their result JSON, or (with "
+    "--promptfoo) promptfoo's result file, on stdout.",
+)
+@click.option(
+    "--promptfoo",
+    "promptfoo_config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="CONFIG",
+    help="Run a promptfoo config (promptfooconfig.yaml) directly and give promptfoo's verdict "
+    "on every row; nothing is stored and it cannot be resumed (import the config for that).",
+)
+@click.option(
+    "--output",
+    "-o",
+    "output_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="With --promptfoo: write promptfoo's result file (as 'promptfoo eval -o') to FILE.",
 )
 @display_option
 @judge_reruns_option
@@ -95,6 +115,8 @@ def run_command(
     record_to: Path | None,
     replay_from: Path | None,
     fmt: str,
+    promptfoo_config: Path | None,
+    output_file: Path | None,
     display: DisplayType,
     judge_reruns: int,
 ) -> int:
@@ -102,7 +124,33 @@ def run_command(
 
     Each suite writes .coalmine/reports/evals/<suite>/<run id>.json (coalmine.eval.result.v1)
     and its summary goes to the run store. Exit 1 only when a blocking suite fails.
+
+    With --promptfoo CONFIG, the promptfoo config runs as promptfoo runs it (its providers
+    mapped onto coalmine agents, the judge from coalmine.yaml): exit 0 when every row passed,
+    1 when a row failed or errored (promptfoo exits 100 there), 2 when the config is broken.
     """
+    if promptfoo_config is not None:
+        given = {
+            "SUITES": suites,
+            "--filter": filters,
+            "--limit": limit,
+            "--repeats": repeats,
+            "--shuffle": shuffle is not None,
+            "--resume": resume,
+            "--record": record_to,
+            "--replay": replay_from,
+            "--cache": cache,
+            "--judge-reruns": judge_reruns > 1,
+        }
+        clash = [name for name, value in given.items() if value]
+        if clash:
+            raise UsageError(f"--promptfoo runs the whole config: drop {', '.join(clash)}")
+        return _run_promptfoo(
+            promptfoo_config, root=root, concurrency=concurrency, fmt=fmt, output=output_file,
+            display=display, no_judge=no_judge,
+        )  # fmt: skip
+    if fmt == "promptfoo" or output_file is not None:
+        raise UsageError("--format promptfoo and --output go with --promptfoo CONFIG")
     if record_to is not None and replay_from is not None:
         raise UsageError("--record and --replay exclude each other: record once, then replay")
     config = project_config(root)
@@ -164,6 +212,41 @@ def run_command(
             err=True,
         )
     return outcome.exit_code
+
+
+def _run_promptfoo(
+    config: Path,
+    *,
+    root: Path,
+    concurrency: int,
+    fmt: str,
+    output: Path | None,
+    display: DisplayType,
+    no_judge: bool,
+) -> int:
+    """Run a promptfoo config and print (or write) its rows; return the exit code."""
+    with make_display(display) as hooks:
+        run = anyio.run(
+            partial(
+                run_promptfoo, config, root=root, concurrency=concurrency, hooks=[hooks],
+                judge=not no_judge,
+            )
+        )  # fmt: skip
+    for warning in run.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    document = None
+    if fmt == "promptfoo" or output is not None:
+        document = dump_promptfoo_output(promptfoo_document(run, output_path=output))
+    if output is not None:
+        assert document is not None
+        output.write_text(document + "\n", encoding="utf-8")
+    if fmt == "promptfoo" and output is None:
+        click.echo(document)
+    elif fmt == "json":
+        click.echo(json.dumps(rows_json(run), indent=2, ensure_ascii=False))
+    elif fmt == "table":
+        click.echo(render_table(run))
+    return run.exit_code
 
 
 async def _run(plan: EvalPlan, **options: Any) -> EvalOutcome:
