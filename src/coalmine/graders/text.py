@@ -120,7 +120,7 @@ class LevenshteinConfig(_Config):
     value: Annotated[str | None, NotNull] = None
     """The expected output. Left out: the case's ``expected``."""
     threshold: int = Field(5, ge=0)
-    """The largest edit distance that passes (0 means equal; promptfoo reads 0 as 5)."""
+    """The largest edit distance that passes (0 means equal, as in promptfoo 0.121.20)."""
 
 
 class WordRange(_Config):
