@@ -38,18 +38,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from coalmine.promptfoo._nunjucks_env import SHADOWED_PREFIX, TemplateError, compile_template
-from coalmine.promptfoo._nunjucks_js import js_key, js_key_order, js_string, to_js
+from coalmine.promptfoo._nunjucks_js import js_key, js_key_order, js_string, js_truthy, to_js
 from coalmine.promptfoo._nunjucks_json import js_json_parse, js_json_stringify
 
 __all__ = [
     "RenderedPrompt",
     "TemplateError",
+    "js_json_stringify",
+    "js_string",
+    "js_truthy",
     "render",
     "render_assertion_value",
     "render_metric_name",
     "render_prompt",
     "render_vars_in_object",
     "template_variables",
+    "to_js",
 ]
 
 

@@ -40,12 +40,16 @@ from pydantic import ValidationError
 from coalmine.errors import GradeError
 from coalmine.graders.base import GradeContext, JudgeFn
 from coalmine.graders.base import registry as graders
-from coalmine.promptfoo._nunjucks_js import js_string, to_js
-from coalmine.promptfoo._nunjucks_json import js_json_stringify
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import UNSUPPORTED, MappedAssertion, map_assertion
 from coalmine.promptfoo.filerefs import load_file_ref
-from coalmine.promptfoo.nunjucks import TemplateError, render_assertion_value
+from coalmine.promptfoo.nunjucks import (
+    TemplateError,
+    js_json_stringify,
+    js_string,
+    render_assertion_value,
+    to_js,
+)
 from coalmine.promptfoo.scoring import AssertionOutcome, AssertSetOutcome
 from coalmine.promptfoo.sources import ReadError, is_code_file, split_file_url
 from coalmine.runner.node import (

@@ -35,10 +35,9 @@ from coalmine._util.clock import Clock, SystemClock
 from coalmine.config import Price
 from coalmine.errors import ProviderError
 from coalmine.graders.base import JudgeFn
-from coalmine.promptfoo._nunjucks_js import js_truthy
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.filerefs import load_var_file
-from coalmine.promptfoo.nunjucks import TemplateError, render_prompt
+from coalmine.promptfoo.nunjucks import TemplateError, js_truthy, render_prompt
 from coalmine.promptfoo.scoring import (
     RowOutcome,
     empty_output_row,
