@@ -364,3 +364,17 @@ def test_a_rule_naming_a_gate_fires_until_the_gate_runs_after_the_change(tmp_pat
         store.close()
     out = invoke(tmp_path, "kits", "status")[1]
     assert "custom: When Go code changes, rerun go test. → coalmine gates run go-test" in out
+
+
+def test_a_watch_entry_is_a_kind_only_when_it_names_one(tmp_path: Path) -> None:
+    write_gates(tmp_path, [{"id": "build", "command": "true", "blocks": True}])
+    manifest = json.loads((tmp_path / MANIFEST_PATH).read_text())
+    manifest["kits"][0]["evolutionRules"] = [
+        {"text": "justfile changed", "watch": ["justfile"], "gate": "build"},
+        {"text": "nix changed", "watch": ["nix"], "gate": "build"},
+    ]
+    (tmp_path / MANIFEST_PATH).write_text(json.dumps(manifest))
+    (tmp_path / "justfile").write_text("build:\n\ttrue\n")  # a plain word: a file, not a kind
+    (tmp_path / "flake.nix").write_text("{ }\n")  # the nix signal's evidence
+    fired = {s.text: s.changed for s in harness_status(tmp_path, None).suggestions}
+    assert fired == {"justfile changed": ("justfile",), "nix changed": ("flake.nix",)}

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -54,7 +53,13 @@ from coalmine.kits import (
 from coalmine.kits.registry import KIT_REGISTRY
 from coalmine.profile import Signal, profile_repository
 from coalmine.profile.scan import walk
-from coalmine.runner.harness import Action, FileChange, harness_signals, render_context
+from coalmine.runner.harness import (
+    Action,
+    FileChange,
+    harness_signals,
+    read_text_or_none,
+    render_context,
+)
 from coalmine.store.evals import last_suite_start
 from coalmine.store.gates import last_gate_run
 from coalmine.store.memory import recall
@@ -71,7 +76,6 @@ __all__ = [
 ]
 
 FileCondition = Literal["ok", "edited", "missing"]
-_KIND = re.compile(r"[a-z][a-z-]*(?::[a-z][a-z-]*)?")
 
 
 @dataclass(frozen=True)
@@ -161,12 +165,13 @@ def harness_status(root: Path, store: Store | None) -> HarnessStatus:
         if kit.id not in adopted and kinds & set(kit.spec.applies_when)
     )
     suggestions, advice = [], []
+    tree = _Tree(root)
     for kit in manifest.kits:
         for rule in kit.evolution_rules:
             if rule.rerun is None:
                 advice.append((kit.id, rule.text))
                 continue
-            fired = _fire(root, rule, signals, store)
+            fired = _fire(tree, rule, signals, store)
             if fired is not None:
                 suggestions.append(Suggestion(kit.id, rule.text, rule.rerun, *fired))
     return HarnessStatus(True, files, kit_states, new_kits, tuple(suggestions), tuple(advice))
@@ -194,10 +199,11 @@ def _kit_state(kit: AdoptedKit, kinds: set[str]) -> KitState:
 
 
 def _fire(
-    root: Path, rule: EvolutionRule, signals: Sequence[Signal], store: Store | None
+    tree: _Tree, rule: EvolutionRule, signals: Sequence[Signal], store: Store | None
 ) -> tuple[tuple[str, ...], str | None] | None:
     """``(changed files, last run)`` when ``rule`` fires, else ``None``."""
-    watched = _watched(root, rule.watch, signals)
+    root = tree.root
+    watched = _watched(tree, rule.watch, signals)
     if not watched:
         return None
     last = _last_run(rule, store)
@@ -221,20 +227,37 @@ def _last_run(rule: EvolutionRule, store: Store | None) -> tuple[str, int] | Non
     return f"{rule.gate} at {when}", gate.started_ms
 
 
-def _watched(root: Path, watch: Iterable[str], signals: Sequence[Signal]) -> set[str]:
-    """The files a rule watches: its signal kinds' evidence, and what its globs match."""
+class _Tree:
+    """The repository's files, walked once per status and only if a rule has a glob."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._files: list[str] | None = None
+
+    def files(self) -> list[str]:
+        """Every file the profile would walk, relative to the root."""
+        if self._files is None:
+            self._files = [rel for rel, _ in walk(self.root)]
+        return self._files
+
+
+def _watched(tree: _Tree, watch: Iterable[str], signals: Sequence[Signal]) -> set[str]:
+    """The files a rule watches: its signal kinds' evidence, and what its globs match.
+
+    An entry is a signal kind when it has a ``:`` or names a kind the profile found now;
+    anything else is a glob (a kind not found now, such as ``nix``, matches no file either
+    way).
+    """
     evidence = {s.kind: {e.path for e in s.evidence} for s in signals}
     found: set[str] = set()
     globs = []
     for entry in watch:
-        if _KIND.fullmatch(entry):
+        if ":" in entry or entry in evidence:
             found |= evidence.get(entry, set())
         else:
             globs.append(entry)
     if globs:
-        for rel, _ in walk(root):
-            if any(_matches(rel, g) for g in globs):
-                found.add(rel)
+        found.update(rel for rel in tree.files() if any(_matches(rel, g) for g in globs))
     return found
 
 
@@ -314,13 +337,13 @@ def _kit_changes(
     rendered = render_kit(kit, context)
     for file in rendered:
         previous = owned.get(file.path)
-        current = _read(root / file.path)
-        base = _read(base_copy(root, file.path))
+        current = read_text_or_none(root / file.path)
+        base = read_text_or_none(base_copy(root, file.path))
         change = _file_change(kit.id, file.path, previous, current, base, file.text)
         changes.append(_with_lessons(change, store))
     dropped = [f for f in adopted.files if f.path not in {r.path for r in rendered}]
     for gone in dropped:
-        current = _read(root / gone.path)
+        current = read_text_or_none(root / gone.path)
         if current is None:
             continue
         unedited = hash_text(current) == gone.sha256
@@ -402,10 +425,3 @@ def _updated(kit: Kit, adopted: AdoptedKit, changes: Sequence[FileChange], now: 
             "files": files,
         }
     )
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
-        return None

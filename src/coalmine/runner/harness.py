@@ -58,6 +58,7 @@ __all__ = [
     "apply_changes",
     "harness_signals",
     "plan_init",
+    "read_text_or_none",
     "render_context",
 ]
 
@@ -222,7 +223,7 @@ def _writes_suites(proposals: Iterable[Proposal]) -> bool:
 
 
 def _init_change(root: Path, rendered: RenderedFile) -> FileChange:
-    before = _read(root / rendered.path)
+    before = read_text_or_none(root / rendered.path)
     if before is None:
         action: Action = "create"
         after: str | None = rendered.text
@@ -263,7 +264,7 @@ def _config_text(root: Path, signals: Sequence[Signal], agent: str) -> str:
         (
             p
             for p in evidence.get("agent-runtime:llm-sdk", [])
-            if p.endswith(".py") and _MAIN_GUARD.search(_read(root / p) or "")
+            if p.endswith(".py") and _MAIN_GUARD.search(read_text_or_none(root / p) or "")
         ),
         None,
     )
@@ -298,7 +299,8 @@ def _config_text(root: Path, signals: Sequence[Signal], agent: str) -> str:
     )
 
 
-def _read(path: Path) -> str | None:
+def read_text_or_none(path: Path) -> str | None:
+    """The file's text, or ``None`` when it is missing, a folder, or not UTF-8."""
     try:
         return path.read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
@@ -342,7 +344,7 @@ def apply_changes(
     final = _revert(manifest, declined)
     text = dump_manifest(final)
     path = root / MANIFEST_PATH
-    manifest_written = bool(final.kits or path.exists()) and _read(path) != text
+    manifest_written = bool(final.kits or path.exists()) and read_text_or_none(path) != text
     if manifest_written:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -368,7 +370,7 @@ def _keep_base(root: Path, change: FileChange) -> None:
     if change.kit and change.rendered is not None and change.after is not None:
         if change.action in ("create", "adopt", "replace", "merge"):
             base = base_copy(root, change.path)
-            if _read(base) != change.rendered:
+            if read_text_or_none(base) != change.rendered:
                 base.parent.mkdir(parents=True, exist_ok=True)
                 base.write_text(change.rendered, encoding="utf-8")
 

@@ -11,21 +11,19 @@ reported and does not.
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from coalmine.errors import UsageError
 from coalmine.kits import load_manifest
+from coalmine.runner.lessons import retain_gate_regression
 from coalmine.store.gates import GateRun, last_gate_run, record_gate_run
-from coalmine.store.memory import add_lesson
 from coalmine.store.runs import Store
 
 __all__ = ["GateOutcome", "GateToRun", "gates_exit_code", "plan_gates", "run_gates"]
@@ -118,31 +116,12 @@ def _record(
     store: Store, root: Path, outcome: GateOutcome, started_ms: int, previous: GateRun | None
 ) -> None:
     gate = outcome.gate
-    record_gate_run(
-        store,
-        GateRun(
-            gate.id,
-            gate.kit,
-            gate.blocks,
-            started_ms,
-            outcome.seconds,
-            outcome.status,
-            outcome.exit_code,
-        ),
-    )
-    if gate.blocks and outcome.status != "pass" and previous and previous.status == "pass":
-        when = datetime.fromtimestamp(previous.started_ms / 1000, UTC).isoformat(timespec="seconds")
-        how = "timed out" if outcome.exit_code is None else f"exits {outcome.exit_code}"
-        scripts = [w for w in shlex.split(gate.command) if (root / w).is_file()]
-        add_lesson(
-            store,
-            "caught-regression",
-            f"Gate {gate.id} ({gate.kit}) caught a regression: it passed at {when} and now"
-            f" {how} ({gate.command}).",
-            tags=[gate.id, gate.kit, "gate"],
-            paths=scripts,
-            evidence=[f"gate:{gate.id}@{started_ms}"],
-        )
+    now = GateRun(
+        gate.id, gate.kit, gate.blocks, started_ms, outcome.seconds, outcome.status,
+        outcome.exit_code,
+    )  # fmt: skip
+    record_gate_run(store, now)
+    retain_gate_regression(store, now, previous, command=gate.command, root=root)
 
 
 def _run(root: Path, gate: GateToRun, env: dict[str, str]) -> GateOutcome:

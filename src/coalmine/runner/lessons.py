@@ -7,6 +7,8 @@ thing twice (a resumed run, the same calibration again) keeps one lesson:
   earlier finished, uninterrupted eval run that ran the suite) and fail now on what blocks (a
   fail, not an error); one lesson per suite and run. The same for a canary run against the
   newest earlier finished canary run: the specs that passed there and fail now, blocking.
+* ``caught-regression`` too for a blocking gate of ``coalmine gates run`` that passed on its
+  previous run and fails now;
 * ``judge-false-positive`` and ``judge-false-negative``: a calibration whose judge passed
   held-out items the humans failed, or failed items they passed (the items its false-pass and
   false-block rates count).
@@ -19,8 +21,10 @@ files), stale ones left out.
 from __future__ import annotations
 
 import itertools
+import shlex
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from coalmine._util.estimate import reduce_repeats
@@ -32,6 +36,7 @@ from coalmine.runner.evalplan import PlannedSuite
 from coalmine.runner.gates import EPSILON
 from coalmine.runner.plan import CanaryPlan
 from coalmine.store.evals import Attempt, find_suite_baseline, iter_attempts, prior_runs
+from coalmine.store.gates import GateRun
 from coalmine.store.memory import ensure_lesson, fts_query, mark_stale, recall
 from coalmine.store.runs import Store
 
@@ -246,6 +251,30 @@ def retain_calibration_lessons(
 
 
 # -- recall before a run --------------------------------------------------------------------------
+
+
+def retain_gate_regression(
+    store: Store, now: GateRun, previous: GateRun | None, *, command: str, root: Path
+) -> int | None:
+    """A ``caught-regression`` lesson when a blocking gate passed last time and fails now.
+
+    Its paths are the command's words that are files of the repository (``gates/x.sh``); its
+    evidence is the gate and the run's start, so the same run is never kept twice. The gate's
+    output is never kept: it may hold anything.
+    """
+    if not (now.blocks and now.status != "pass" and previous and previous.status == "pass"):
+        return None
+    when = datetime.fromtimestamp(previous.started_ms / 1000, UTC).isoformat(timespec="seconds")
+    how = "timed out" if now.exit_code is None else f"exits {now.exit_code}"
+    return ensure_lesson(
+        store,
+        "caught-regression",
+        f"Gate {now.gate} ({now.kit}) caught a regression: it passed at {when} and now"
+        f" {how} ({command}).",
+        tags=[now.gate, now.kit, "gate"],
+        paths=[w for w in shlex.split(command) if (root / w).is_file()],
+        evidence=[f"gate:{now.gate}@{now.started_ms}"],
+    )
 
 
 def _recall(store: Store, query: str, paths: Sequence[str]) -> list[RecalledLesson]:
