@@ -18,7 +18,6 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -410,14 +409,6 @@ def test_warnings_name_what_is_ignored(tmp_path: Path) -> None:
 LIVE = [c for c, _, _ in CAPTURED if c.parent.name in ("scoring", "promptfoo")] + [
     PROMPTFOO / "report" / "report_a.yaml"
 ]
-
-
-@pytest.fixture
-def promptfoo() -> Iterator[str]:
-    executable = os.environ.get("COALMINE_PROMPTFOO")
-    if not executable:
-        pytest.skip("set COALMINE_PROMPTFOO to a promptfoo 0.121.20 executable to compare live")
-    yield executable
 
 
 def run_real_promptfoo(executable: str, config: Path, tmp_path: Path) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from coalmine.cli.harness import gates_group, init_command, kits_group
 from coalmine.cli.judge import judge_group
 from coalmine.cli.memory import memory_group
 from coalmine.cli.profile import profile_command
+from coalmine.cli.promptfoo import export_group, import_group
 from coalmine.cli.review import review_group
 from coalmine.cli.runs import runs
 from coalmine.errors import CoalmineError
@@ -54,6 +55,8 @@ cli.add_command(memory_group)
 cli.add_command(init_command)
 cli.add_command(kits_group)
 cli.add_command(gates_group)
+cli.add_command(import_group)
+cli.add_command(export_group)
 
 
 def main(argv: list[str] | None = None) -> int:

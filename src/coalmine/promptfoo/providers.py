@@ -32,7 +32,7 @@ from typing import Any
 from coalmine.promptfoo._llm_providers import Found, literal, map_anthropic, map_ollama, map_openai
 from coalmine.promptfoo.provider_refs import ProviderRef
 
-__all__ = ["MappedProvider", "map_provider", "map_providers", "split_command"]
+__all__ = ["MappedProvider", "exec_word", "map_provider", "map_providers", "split_command"]
 
 _SCRIPT_PART = re.compile(r"""[^\s"']+|"([^"]*)"|'([^']*)'""")
 _JS_FILES = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".jsx", ".tsx")
@@ -176,6 +176,21 @@ def split_command(command: str) -> list[str]:
     for match in _SCRIPT_PART.finditer(command):
         parts.append(match.group(1) or match.group(2) or match.group(0))
     return parts
+
+
+def exec_word(word: str) -> str:
+    """``word`` written so :func:`split_command` reads it back as one word.
+
+    promptfoo has no escapes: a word with whitespace or a quote is wrapped in the quote it
+    does not contain (a word with both kinds cannot be written; it is returned as is).
+    """
+    if word and not re.search(r"[\s\"']", word):
+        return word
+    if '"' not in word:
+        return f'"{word}"'
+    if "'" not in word:
+        return f"'{word}'"
+    return word
 
 
 def _exec(

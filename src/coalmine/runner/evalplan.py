@@ -24,8 +24,9 @@ from coalmine.errors import ConfigError, UsageError
 from coalmine.graders.base import grader_configs
 from coalmine.graders.base import registry as graders
 from coalmine.providers.base import provider_settings
+from coalmine.runner.promptfoo_suite import check_promptfoo_line, line_needs_judge
 from coalmine.specs.models import GraderSpec
-from coalmine.specs.suite import SUITES_DIR, BadLine, EvalCase, SuiteIndex, scan_suite
+from coalmine.specs.suite import SUITES_DIR, BadLine, EvalCase, SuiteCase, SuiteIndex, scan_suite
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,10 @@ class EvalPlan:
     def attempts(self) -> int:
         """Case runs planned, repeats included."""
         return sum(len(s.index) * s.repeats for s in self.suites)
+
+
+PROMPTFOO_JUDGE = canonical_json({"type": "promptfoo", "config": {"model-graded": True}})
+"""What a compat suite's model-graded assertions count as among a suite's judge graders."""
 
 
 def find_suites(root: Path, names: Sequence[str]) -> list[Path]:
@@ -198,9 +203,14 @@ def _plan_suite(
         note_judges(case.graders)
         return True
 
-    def check(case: EvalCase) -> str | None:
-        if case.agent is not None and case.agent not in planned_agents:
-            return _unknown_agent(case.agent, config)
+    def check(case: SuiteCase) -> str | None:
+        if case.promptfoo is not None:
+            problem = check_promptfoo_line(case)
+            if problem is None and line_needs_judge(case):
+                judge_specs.add(PROMPTFOO_JUDGE)
+            return problem
+        if case.case.agent is not None and case.case.agent not in planned_agents:
+            return _unknown_agent(case.case.agent, config)
         return _disabled_python_grader(case.graders, config)
 
     index = scan_suite(path, grader_configs=configs, select=keep, check=check)
@@ -212,7 +222,7 @@ def _plan_suite(
         meta_agent = config.agents.get(meta.agent)
         if meta_agent is None:
             raise SourceError(_unknown_agent(meta.agent, config), path=meta_path)
-    elif len(config.agents) == 1:
+    elif len(config.agents) == 1 and meta.compat is None:
         meta_agent = next(iter(config.agents.values()))
     note_judges(meta.graders)
     repeats = selection.repeats or meta.repeats
@@ -227,7 +237,7 @@ def _plan_suite(
         order = order[: selection.limit]
     if order != list(range(len(index))):
         index.keep_only(order)
-    if meta_agent is None:
+    if meta_agent is None and meta.compat is None:
         _require_agents(index, config)
     return PlannedSuite(
         index, meta_agent, repeats, reducer, bool(judge_specs), frozenset(judge_specs)

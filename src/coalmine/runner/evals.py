@@ -16,6 +16,7 @@ judge that fails) makes it an error, which is not scored but is counted and fail
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,6 +44,7 @@ from coalmine.runner.case import (
     Caller,
     grade_key,
     grade_with_reruns,
+    judge_fn_for,
     judge_gate,
     load_python_graders,
     rerunnable_judge,
@@ -62,6 +64,9 @@ from coalmine.runner.events import (
 from coalmine.runner.execute import run_bounded
 from coalmine.runner.gates import EPSILON, composite_score
 from coalmine.runner.lessons import merge_recalled, recall_for_suites, retain_eval_regression
+from coalmine.runner.node import NodeRuntime
+from coalmine.runner.promptfoo_row import RowTools
+from coalmine.runner.promptfoo_suite import run_promptfoo_line
 from coalmine.runner.wiring import Wiring, describe_judge, secret_values
 from coalmine.specs.models import GraderSpec
 from coalmine.specs.suite import SuiteCase
@@ -168,6 +173,8 @@ async def run_evals(
             callers[judge_agent.name] = judge  # an agent that also judges shares its limits
         gate = judge_gate(store, judge, configured_blocking=config.judge_blocking)
     suites = [_Suite(s) for s in plan.suites]
+    compat = any(s.index.meta.compat == "promptfoo" for s in plan.suites)
+    node = NodeRuntime() if compat else None
     writer = AttemptWriter(store, run_id)
     counts = _Counts()
     total = plan.attempts
@@ -184,6 +191,15 @@ async def run_evals(
         config.defaults.judge_timeout_seconds,
         config.pricing,
         judge_reruns,
+        RowTools(
+            node=node,
+            env=dict(os.environ),
+            timeout=config.defaults.timeout_seconds,
+            pricing=config.pricing,
+            clock=clock,
+        )
+        if node is not None
+        else None,
     )
 
     def items() -> Iterator[tuple[_Suite, SuiteCase, int]]:
@@ -246,6 +262,8 @@ async def run_evals(
     finally:
         with anyio.CancelScope(shield=True):
             writer.flush()  # what finished is kept, whatever stopped the run
+            if node is not None:
+                await node.aclose()
             for c in {id(c): c for c in [*callers.values(), judge] if c}.values():
                 await c.provider.aclose()
     await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
@@ -352,6 +370,8 @@ class _Env:
     judge_timeout: float
     pricing: Mapping[str, Price]
     judge_reruns: int = 1
+    row_tools: RowTools | None = None
+    """What the lines of ``compat: promptfoo`` suites share (Node.js …), when there are any."""
 
     def caller(self, agent: AgentConfig) -> Caller:
         """The caller of ``agent`` (one per agent, so its limits hold across the run)."""
@@ -363,6 +383,8 @@ class _Env:
 
 async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> Attempt:
     planned = suite.planned
+    if case.promptfoo is not None:
+        return await _run_promptfoo_attempt(suite, case, rep, env)
     agent = env.agents[case.agent] if case.agent else planned.default_agent
     assert agent is not None  # the plan moved cases without an agent to the bad lines
     caller = env.caller(agent)
@@ -485,6 +507,28 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
         not passed_blocking, round(score, 6), scores, latency,
         prompt_tokens, completion_tokens, cost, None, _scrub(record, secrets),
     )  # fmt: skip
+
+
+async def _run_promptfoo_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> Attempt:
+    """A compat suite's line, by promptfoo's rules (:mod:`coalmine.runner.promptfoo_suite`)."""
+    planned = suite.planned
+    assert env.row_tools is not None
+    agent = env.agents[case.agent] if case.agent else planned.default_agent
+    judge = None
+    if env.judge is not None:
+        context = CallContext(case.case.id, env.judge.agent.name, planned.name)
+        judge = judge_fn_for(env.judge, context, env.judge_timeout, repeat=rep)
+    attempt = await run_promptfoo_line(
+        case,
+        rep,
+        suite=planned.name,
+        suite_path=planned.index.path,
+        meta=planned.index.meta,
+        caller=env.caller(agent) if agent is not None else None,
+        tools=env.row_tools,
+        judge=judge,
+    )
+    return attempt._replace(record=_scrub(attempt.record, env.secrets))
 
 
 def suite_config(suite: _Suite, spec: GraderSpec, grader: GraderType) -> Any:

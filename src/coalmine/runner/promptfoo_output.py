@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from coalmine.promptfoo.config import load_config as load_promptfoo_config
+from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.report import (
     ReportColumn,
     ReportPrompt,
@@ -28,56 +29,13 @@ from coalmine.promptfoo.report import (
     ReportRow,
     promptfoo_output,
 )
-from coalmine.promptfoo.scoring import ComponentResult, RowScore
+from coalmine.promptfoo.scoring import ComponentResult
 from coalmine.promptfoo.sources import Problems
 from coalmine.runner.promptfoo_run import PromptfooRun, RunRow
 
-__all__ = ["grading_result", "promptfoo_document", "render_table", "rows_json"]
+__all__ = ["promptfoo_document", "render_table", "rows_json"]
 
-_TOKENS = ("total", "prompt", "completion", "cached", "numRequests")
 _REASON_WIDTH = 100
-
-
-def _tokens() -> dict[str, int]:
-    return dict.fromkeys(_TOKENS, 0)
-
-
-def grading_result(score: RowScore) -> dict[str, Any]:
-    """The ``gradingResult`` promptfoo writes for a row (``AssertionsResult.testResult``)."""
-    head = {"pass": score.passed, "score": score.score, "reason": score.reason}
-    if not score.has_assertions:
-        return {**head, "tokensUsed": _tokens()}
-    return _aggregate(head, score.named_scores, score.named_score_weights, score.component_results)
-
-
-def _aggregate(
-    head: dict[str, Any],
-    named: Mapping[str, float] | None,
-    weights: Mapping[str, float],
-    components: tuple[ComponentResult, ...],
-) -> dict[str, Any]:
-    """An aggregate's keys in promptfoo's order (``namedScoreWeights`` only when some)."""
-    result = {**head, "namedScores": dict(named or {})}
-    if weights:
-        result["namedScoreWeights"] = dict(weights)
-    result["tokensUsed"] = _tokens()
-    result["componentResults"] = [_component(c) for c in components]
-    return result
-
-
-def _component(entry: ComponentResult) -> dict[str, Any]:
-    head: dict[str, Any] = {"pass": entry.passed, "score": entry.score, "reason": entry.reason}
-    if "assertionSet" in entry.metadata:
-        found = _aggregate(head, entry.named_scores, entry.named_score_weights, entry.children)
-        found["metadata"] = dict(entry.metadata)
-        return found
-    if entry.named_scores:
-        head["namedScores"] = dict(entry.named_scores)
-    if entry.assertion is not None:
-        head["assertion"] = entry.assertion.model_dump(by_alias=True, exclude_unset=True)
-    if entry.metadata:
-        head["metadata"] = dict(entry.metadata)
-    return head
 
 
 def report_row(row: RunRow) -> ReportRow:

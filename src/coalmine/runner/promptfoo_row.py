@@ -88,6 +88,17 @@ class PromptfooRow:
     """The promptfoo config's folder: ``file://`` paths and JavaScript start here."""
     unsupported: str | None = None
     """Why coalmine cannot run this row (a prompt function …): the row is an ERROR."""
+    case_id: str | None = None
+    """How the agent's call names the row (default: ``test N, prompt M``)."""
+    phase: str | None = None
+    """The suite the row belongs to, when it is an imported suite's line."""
+    repeat: int = 0
+    """Which repeat of the row this is (each has its own cache and cassette entry)."""
+
+    @property
+    def name(self) -> str:
+        """How calls and messages name the row."""
+        return self.case_id or f"test {self.test_idx}, prompt {self.prompt_idx}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,7 +233,7 @@ async def _evaluate(
         env=tools.env,
         node=tools.node,
         judge=tools.judge,
-        case_id=f"test {row.test_idx}, prompt {row.prompt_idx}",
+        case_id=row.name,
     )
     outcomes = await grade_assertions(row.assertions, scope)
     grading = score_row(outcomes, threshold=row.threshold, variables=rendered.vars)
@@ -252,12 +263,10 @@ async def _call(
     """The agent's answer (``None`` for promptfoo's "No output"), its tokens and its cost."""
     if agent.caller is None:
         raise RowError(f"unsupported: provider {agent.id!r}: {agent.problem or 'no agent'}")
-    context = CallContext(
-        f"test {row.test_idx}, prompt {row.prompt_idx}", agent.caller.agent.name, vars=variables
-    )
+    context = CallContext(row.name, agent.caller.agent.name, row.phase, vars=variables)
     try:
         called = await agent.caller.call(
-            AgentRequest(prompt, context, tools.timeout), tools.timeout
+            AgentRequest(prompt, context, tools.timeout), tools.timeout, repeat=row.repeat
         )
     except ProviderError as exc:
         if exc.kind == "bad_output" and exc.reason == NO_OUTPUT:

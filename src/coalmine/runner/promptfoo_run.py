@@ -31,6 +31,13 @@ from coalmine.config import AgentConfig, Config, load_config
 from coalmine.errors import CoalmineError, ConfigError
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.matrix import Matrix, ProviderRef, Row, load_matrix
+from coalmine.promptfoo.prepared import (
+    config_env,
+    default_delay_ms,
+    prepared_test,
+    timeout_ms,
+    unsupported_reason,
+)
 from coalmine.promptfoo.providers import MappedProvider, map_providers
 from coalmine.providers.base import CallContext, provider_settings
 from coalmine.runner.case import Caller, judge_fn_for
@@ -46,7 +53,7 @@ from coalmine.runner.promptfoo_row import (
 )
 from coalmine.runner.wiring import Wiring, secret_values
 
-__all__ = ["DEFAULT_CONCURRENCY", "PromptfooRun", "RunRow", "run_promptfoo", "test_case"]
+__all__ = ["DEFAULT_CONCURRENCY", "PromptfooRun", "RunRow", "run_promptfoo"]
 
 DEFAULT_CONCURRENCY = 16
 PROGRESS_EVERY = 0.1
@@ -137,7 +144,7 @@ async def run_promptfoo(
     if judge_caller is not None:
         context = CallContext("promptfoo", judge_caller.agent.name, "promptfoo")
         judge_fn = judge_fn_for(judge_caller, context, project.defaults.judge_timeout_seconds)
-    delay = _default_delay(matrix, environ)
+    delay = default_delay_ms(matrix.extras, environ)
     row_agents = [
         _row_agent(m, agents[i], callers.get(i), matrix.providers[i], delay)
         for i, m in enumerate(mapped)
@@ -161,7 +168,7 @@ async def run_promptfoo(
     tools = RowTools(
         node=runtime,
         judge=judge_fn,
-        env={**environ, **_config_env(matrix)},
+        env={**environ, **config_env(matrix.extras)},
         timeout=_timeout(matrix, project),
         pricing=project.pricing,
         clock=clock,
@@ -169,7 +176,7 @@ async def run_promptfoo(
 
     async def work(_: int, index: int) -> None:
         row = rows[index]
-        case = test_case(row)
+        case = prepared_test(row.test)
         spec = row_spec(row, matrix, case)
         which = position[id(row.provider)]
         result = await evaluate_row(spec, row_agents[which], tools)
@@ -262,18 +269,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _default_delay(matrix: Matrix, environ: Mapping[str, str]) -> float:
-    """The delay of a provider that sets none: ``evaluateOptions.delay``, else the environment's."""
-    options = matrix.extras.get("evaluateOptions")
-    delay = options.get("delay") if isinstance(options, Mapping) else None
-    if isinstance(delay, int | float) and not isinstance(delay, bool):
-        return float(delay)
-    try:
-        return float(environ.get("PROMPTFOO_DELAY_MS") or 0)
-    except ValueError:
-        return 0.0
-
-
 def _row_agent(
     provider: MappedProvider,
     agent: AgentConfig | str,
@@ -292,43 +287,9 @@ def _row_agent(
     )
 
 
-def _config_env(matrix: Matrix) -> dict[str, str]:
-    """The config's ``env:`` (promptfoo lays it over the process environment)."""
-    own = matrix.extras.get("env")
-    if not isinstance(own, Mapping):
-        return {}
-    out = {}
-    for key, value in own.items():
-        if value is not None:
-            out[str(key)] = (
-                ("true" if value else "false") if isinstance(value, bool) else str(value)
-            )
-    return out
-
-
 def _timeout(matrix: Matrix, project: Config) -> float:
-    options = matrix.extras.get("evaluateOptions")
-    ms = options.get("timeoutMs") if isinstance(options, Mapping) else None
-    if isinstance(ms, int | float) and not isinstance(ms, bool) and ms > 0:
-        return float(ms) / 1000
-    return project.defaults.timeout_seconds
-
-
-def test_case(row: Row) -> dict[str, Any]:
-    """The test as promptfoo holds it once prepared (defaultTest merged, one var combination)."""
-    test = row.test
-    case: dict[str, Any] = {}
-    if test.description is not None:
-        case["description"] = test.description
-    case["vars"] = dict(test.vars)
-    if test.provider_output is not None:
-        case["providerOutput"] = test.provider_output
-    if test.threshold is not None:
-        case["threshold"] = test.threshold
-    case["assert"] = [a.model_dump(by_alias=True, exclude_unset=True) for a in test.assertions]
-    case["options"] = dict(test.options)
-    case["metadata"] = dict(test.metadata)
-    return case
+    ms = timeout_ms(matrix.extras)
+    return ms / 1000 if ms is not None else project.defaults.timeout_seconds
 
 
 def row_spec(row: Row, matrix: Matrix, case: Mapping[str, Any]) -> PromptfooRow:
@@ -351,16 +312,10 @@ def row_spec(row: Row, matrix: Matrix, case: Mapping[str, Any]) -> PromptfooRow:
         provider_output=test.provider_output,
         test_case=case,
         base_dir=matrix.base_dir,
-        unsupported=_unsupported(row),
+        unsupported=unsupported_reason(
+            prompt_kind=row.prompt.kind,
+            prompt_label=row.prompt.label,
+            test_provider=row.test.provider,
+            scoring_function=row.test.assert_scoring_function,
+        ),
     )
-
-
-def _unsupported(row: Row) -> str | None:
-    if row.prompt.kind != "template":
-        what = "prompt function" if row.prompt.kind == "function" else "executable prompt"
-        return f"a {what} ({row.prompt.label}) runs code to make the prompt"
-    if row.test.provider is not None:
-        return "a test with its own 'provider' (coalmine runs the config's providers)"
-    if row.test.assert_scoring_function is not None:
-        return "assertScoringFunction (a custom scoring function) is not run"
-    return None

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from coalmine._source import Document, Problem, SourceError, load_yaml
 from coalmine._source import validation_problems as _validation_problems
+from coalmine.specs.compat import Compat, PromptfooCase, PromptfooSuite
 from coalmine.specs.loader import check_graders
 from coalmine.specs.models import GraderSpec
 
@@ -48,6 +49,22 @@ class SuiteMeta(BaseModel):
     """How long the agent may take on one case (default: the config's ``timeout_seconds``)."""
     blocking: bool = True
     """False makes the whole suite advisory."""
+    compat: Compat | None = None
+    """``promptfoo``: an imported suite, whose lines are promptfoo tests, rendered with Nunjucks
+    and scored by promptfoo's rules (see :mod:`coalmine.specs.compat`)."""
+    promptfoo: PromptfooSuite | None = None
+    """A ``compat: promptfoo`` suite's prompt and provider, and where it came from."""
+
+    @model_validator(mode="after")
+    def _compat(self) -> SuiteMeta:
+        if (self.compat == "promptfoo") != (self.promptfoo is not None):
+            raise ValueError("'compat: promptfoo' and 'promptfoo:' go together")
+        if self.compat is not None and self.graders:
+            raise ValueError(
+                f"a compat: {self.compat} suite grades its lines' own 'assert'; "
+                "it takes no 'graders'"
+            )
+        return self
 
 
 class EvalCase(BaseModel):
@@ -91,6 +108,8 @@ class SuiteCase:
     threshold: float | None
     agent: str | None
     line: int
+    promptfoo: PromptfooCase | None = None
+    """The promptfoo test a compat suite's line holds (then ``graders`` is empty)."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +209,7 @@ def scan_suite(
     *,
     grader_configs: Mapping[str, type[BaseModel]],
     select: Callable[[EvalCase], bool] | None = None,
-    check: Callable[[EvalCase], str | None] | None = None,
+    check: Callable[[SuiteCase], str | None] | None = None,
 ) -> SuiteIndex:
     """Check every line of a suite; index the valid cases that ``select`` keeps.
 
@@ -201,7 +220,7 @@ def scan_suite(
         SourceError: the suite's YAML is unreadable or invalid, or the suite cannot be read.
     """
     meta = _load_meta(path.with_suffix(".yaml"), grader_configs)
-    template = _template(meta.prompt_template, path)
+    template = None if meta.compat else _template(meta.prompt_template, path)
     index = SuiteIndex(path.stem, path, meta, template, grader_configs)
     seen: dict[str, int] = {}
     try:
@@ -224,7 +243,7 @@ def scan_suite(
                 index.bad.append(result)
                 continue
             case_id = result.case.id
-            problem = check(result.case) if check is not None else None
+            problem = check(result) if check is not None else None
             if problem is not None:
                 index.bad.append(BadLine(path, number, problem, case_id))
                 continue
@@ -259,6 +278,8 @@ def _load_line(
     if not isinstance(data, dict):
         return BadLine(path, number, "a case must be a JSON object")
     case_id = data.get("id") if isinstance(data.get("id"), str) else None
+    if meta.compat == "promptfoo":
+        return _load_promptfoo_line(data, number, path, meta, case_id)
     try:
         case = EvalCase.model_validate(data)
     except ValidationError as exc:
@@ -285,6 +306,25 @@ def _load_line(
             return BadLine(path, number, f"prompt_template: {exc}", case.id)
     threshold = case.threshold if case.threshold is not None else meta.threshold
     return SuiteCase(case, prompt, graders, threshold, case.agent or meta.agent, number)
+
+
+def _load_promptfoo_line(
+    data: dict[str, Any], number: int, path: Path, meta: SuiteMeta, case_id: str | None
+) -> SuiteCase | BadLine:
+    """A compat suite's line: the promptfoo test, and the case coalmine selects and stores it as.
+
+    The prompt is left as written (Nunjucks renders it when the line runs, with its
+    ``file://`` vars read then), so ``SuiteCase.prompt`` is the template.
+    """
+    try:
+        test = PromptfooCase.model_validate(data)
+    except ValidationError as exc:
+        doc = Document(path, data, {}, number)
+        found = _validation_problems(exc, doc, PromptfooCase)
+        return BadLine(path, number, "; ".join(p.message for p in found), case_id)
+    template = f"{test.template_prefix}{meta.prompt_template or ''}{test.template_suffix}"
+    case = EvalCase(id=test.id, prompt=template, tags=test.tags, metadata=test.metadata, vars=None)
+    return SuiteCase(case, template, [], test.threshold, meta.agent, number, test)
 
 
 def _load_meta(path: Path, grader_configs: Mapping[str, type[BaseModel]]) -> SuiteMeta:

@@ -1,0 +1,99 @@
+"""What promptfoo's evaluation reads of a matrix row, for the runner and the importer alike.
+
+``eval run --promptfoo`` evaluates rows straight from the config's matrix; ``import promptfoo``
+writes the same things into suite files. Both take them from here, so an
+imported suite means what the config means:
+
+- :func:`prepared_test`: a test as promptfoo holds it once prepared (what its result file
+  writes as ``testCase`` and what ``context.test`` of JavaScript is);
+- :func:`config_env`: the config's ``env:``, laid over the process environment;
+- :func:`default_delay_ms` and :func:`timeout_ms`: ``evaluateOptions`` that apply to every row;
+- :func:`unsupported_reason`: why coalmine cannot run a row (it is then an ERROR saying so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from coalmine.promptfoo.expand import MatrixTest
+
+__all__ = [
+    "config_env",
+    "default_delay_ms",
+    "prepared_test",
+    "timeout_ms",
+    "unsupported_reason",
+]
+
+
+def prepared_test(test: MatrixTest) -> dict[str, Any]:
+    """The test as promptfoo holds it once prepared (defaultTest merged, one var combination)."""
+    case: dict[str, Any] = {}
+    if test.description is not None:
+        case["description"] = test.description
+    case["vars"] = dict(test.vars)
+    if test.provider_output is not None:
+        case["providerOutput"] = test.provider_output
+    if test.threshold is not None:
+        case["threshold"] = test.threshold
+    case["assert"] = [a.model_dump(by_alias=True, exclude_unset=True) for a in test.assertions]
+    case["options"] = dict(test.options)
+    case["metadata"] = dict(test.metadata)
+    return case
+
+
+def config_env(extras: Mapping[str, Any]) -> dict[str, str]:
+    """The config's ``env:`` as strings (promptfoo lays it over the process environment)."""
+    own = extras.get("env")
+    if not isinstance(own, Mapping):
+        return {}
+    out = {}
+    for key, value in own.items():
+        if value is not None:
+            out[str(key)] = (
+                ("true" if value else "false") if isinstance(value, bool) else str(value)
+            )
+    return out
+
+
+def _number(extras: Mapping[str, Any], key: str) -> float | None:
+    options = extras.get("evaluateOptions")
+    value = options.get(key) if isinstance(options, Mapping) else None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def default_delay_ms(extras: Mapping[str, Any], environ: Mapping[str, str]) -> float:
+    """Milliseconds waited after each answer of a provider that sets no ``delay``.
+
+    ``evaluateOptions.delay``, else the environment's ``PROMPTFOO_DELAY_MS``, else 0.
+    """
+    delay = _number(extras, "delay")
+    if delay is not None:
+        return delay
+    try:
+        return float(environ.get("PROMPTFOO_DELAY_MS") or 0)
+    except ValueError:
+        return 0.0
+
+
+def timeout_ms(extras: Mapping[str, Any]) -> float | None:
+    """``evaluateOptions.timeoutMs`` when it is a positive number."""
+    ms = _number(extras, "timeoutMs")
+    return ms if ms is not None and ms > 0 else None
+
+
+def unsupported_reason(
+    *, prompt_kind: str, prompt_label: str, test_provider: Any, scoring_function: Any
+) -> str | None:
+    """Why coalmine cannot run a row promptfoo would, or ``None``."""
+    if prompt_kind != "template":
+        what = "prompt function" if prompt_kind == "function" else "executable prompt"
+        return f"a {what} ({prompt_label}) runs code to make the prompt"
+    if test_provider is not None:
+        return "a test with its own 'provider' (coalmine runs the config's providers)"
+    if scoring_function is not None:
+        return "assertScoringFunction (a custom scoring function) is not run"
+    return None

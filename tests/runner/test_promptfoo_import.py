@@ -1,0 +1,201 @@
+"""Imported promptfoo configs run under ``coalmine eval run`` with promptfoo's verdicts.
+
+Each captured config (the same ones ``eval run --promptfoo`` is checked on, with promptfoo
+0.121.20's own results beside them) is imported with ``coalmine import promptfoo`` into a fresh
+project, run with ``coalmine eval run``, and every stored row compared with promptfoo's:
+success, failureReason, score, named scores and each assertion's pass. The same holds for the
+live comparison (``COALMINE_PROMPTFOO``): promptfoo runs the config, coalmine runs its import.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+
+from coalmine._util.clock import FixedClock
+from coalmine.runner.evalplan import plan_evals
+from coalmine.runner.evals import run_evals
+from coalmine.runner.node import node_available
+from coalmine.store.evals import iter_attempts
+from coalmine.store.runs import Store
+from tests.helpers.cli import run_main
+from tests.runner.test_evals import StopAfter
+from tests.runner.test_promptfoo_run import (
+    CAPTURED,
+    LIVE,
+    NEEDS_NODE,
+    PROMPTFOO,
+    components,
+    promptfoo_rows,
+    run_real_promptfoo,
+)
+
+
+@pytest.fixture(autouse=True)
+def _fast_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROMPTFOO_PYTHON", sys.executable)
+
+
+def import_and_run(config: Path, project: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:
+    """Import ``config`` into ``project``, run its suites; the stored rows' promptfoo verdicts."""
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code in (0, 1), output
+    code, output = run_main("eval", "run", "--root", str(project), "--display", "plain", *extra)
+    assert code in (0, 1), output
+    return code, stored_rows(project)
+
+
+def stored_rows(project: Path) -> list[dict[str, Any]]:
+    store = Store.open(project / ".coalmine" / "coalmine.db")
+    try:
+        run = store.list_runs(kind="eval", limit=1)[0]
+        suites = [p.stem for p in sorted((project / "harness" / "evals").glob("*.jsonl"))]
+        rows = []
+        for suite in suites:
+            for attempt in iter_attempts(store, run.id, suite):
+                rows.append({**attempt.record["promptfoo"], "_attempt": attempt})
+        return rows
+    finally:
+        store.close()
+
+
+def assert_same(rows: list[dict[str, Any]], expected: dict[tuple[int, int], dict[str, Any]]):
+    assert sorted((r["testIdx"], r["promptIdx"]) for r in rows) == sorted(expected)
+    for row in rows:
+        where = (row["testIdx"], row["promptIdx"])
+        theirs = expected[where]
+        assert row["success"] == theirs["success"], where
+        assert row["failureReason"] == theirs["failureReason"], where
+        if "score" in theirs:
+            assert math.isclose(row["score"], theirs["score"], abs_tol=1e-9), where
+        if "namedScores" in theirs:
+            assert row["namedScores"].keys() == theirs["namedScores"].keys(), where
+        wanted = components(theirs)
+        if wanted is not None:
+            got = components(row) or []
+            assert got == wanted, where
+        attempt = row["_attempt"]
+        status = (
+            "pass" if theirs["success"] else ("error" if theirs["failureReason"] == 2 else "fail")
+        )
+        assert attempt.status == status, where
+
+
+@pytest.mark.parametrize(
+    ("config", "captured", "node"),
+    CAPTURED,
+    ids=[f"{c.parent.name}/{c.stem}" for c, _, _ in CAPTURED],
+)
+def test_imported_suites_give_promptfoos_verdicts(
+    config: Path, captured: Path, node: bool, tmp_path: Path
+) -> None:
+    if node and node_available() is not None:
+        pytest.skip("needs Node.js >= 18")
+    _, rows = import_and_run(config, tmp_path / "project")
+    assert_same(rows, promptfoo_rows(captured))
+
+
+def test_import_writes_one_compat_suite_per_column_and_the_agents(tmp_path: Path) -> None:
+    config = PROMPTFOO / "report" / "report_a.yaml"
+    project = tmp_path / "project"
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    suites = sorted((project / "harness" / "evals").glob("*.yaml"))
+    source = yaml.safe_load(config.read_text(encoding="utf-8"))
+    columns = len(source["prompts"]) * len(source["providers"])
+    assert len(suites) == columns, output
+    for suite in suites:
+        meta = yaml.safe_load(suite.read_text(encoding="utf-8"))
+        assert meta["compat"] == "promptfoo"
+        base = (suite.parent / meta["promptfoo"]["base_dir"]).resolve()
+        assert base == config.parent.resolve()
+        lines = [json.loads(x) for x in suite.with_suffix(".jsonl").read_text().splitlines()]
+        assert [x["testIdx"] for x in lines] == sorted(x["testIdx"] for x in lines)
+        assert len({x["id"] for x in lines}) == len(lines)
+    agents = yaml.safe_load((project / "coalmine.yaml").read_text(encoding="utf-8"))["agents"]
+    assert {a["provider"] for a in agents.values()} == {"echo"}
+    # importing again writes nothing new
+    code2, output2 = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code2 == code
+    assert "wrote" not in output2 and f"{2 * columns} file(s) unchanged" in output2
+
+
+def test_a_changed_suite_is_not_overwritten_without_force(tmp_path: Path) -> None:
+    config = PROMPTFOO / "scoring" / "scoring.yaml"
+    project = tmp_path / "project"
+    run_main("import", "promptfoo", str(config), "--out", str(project))
+    suite = next((project / "harness" / "evals").glob("*.jsonl"))
+    suite.write_text('{"id": "mine", "assert": []}\n', encoding="utf-8")
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code == 2 and "--force" in output
+    assert suite.read_text(encoding="utf-8") == '{"id": "mine", "assert": []}\n'
+    code, _ = run_main("import", "promptfoo", str(config), "--out", str(project), "--force")
+    assert code == 1  # the scoring fixture has an unknown assertion type on purpose
+    assert '"mine"' not in suite.read_text(encoding="utf-8")
+
+
+def test_an_interrupted_imported_run_resumes_without_rerunning_rows(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    config = PROMPTFOO / "scoring" / "scoring.yaml"
+    run_main("import", "promptfoo", str(config), "--out", str(project))
+    plan = plan_evals(project)
+    store = Store.open(project / ".coalmine" / "coalmine.db")
+
+    async def main(stop_after: int, **options: Any) -> Any:
+        hook = StopAfter(stop_after, anyio.Event())
+        clock = FixedClock(at=datetime(2026, 11, 30, tzinfo=UTC), step=1.0)
+        return await run_evals(plan, store=store, stop=hook.stop, hooks=[hook], clock=clock,
+                               concurrency=1, **options)  # fmt: skip
+
+    try:
+        first = anyio.run(main, 4)
+        assert (first.interrupted, first.exit_code) == (True, 3)
+        [suite] = plan.suites
+        done = [a.case_id for a in iter_attempts(store, first.run_id, suite.name)]
+        assert 4 <= len(done) < 26
+        second = anyio.run(lambda: main(1000, resume=first.run_id))
+        assert (second.run_id, second.interrupted) == (first.run_id, False)
+        ids = [a.case_id for a in iter_attempts(store, first.run_id, suite.name)]
+        assert sorted(ids) == sorted(set(ids)) and len(ids) == 26
+    finally:
+        store.close()
+    assert_same(stored_rows(project), promptfoo_rows(config.with_name("scoring.expected.json")))
+
+
+def test_a_provider_without_agent_is_reported_and_its_rows_are_errors(tmp_path: Path) -> None:
+    config = tmp_path / "pf" / "promptfooconfig.yaml"
+    config.parent.mkdir()
+    config.write_text(
+        "prompts: ['Say {{ word }}']\n"
+        "providers: ['echo', 'webhook:http://localhost:1/x']\n"
+        "tests:\n  - vars: {word: hi}\n    assert: [{type: contains, value: hi}]\n",
+        encoding="utf-8",
+    )
+    project = tmp_path / "project"
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code == 1
+    assert "webhook:http://localhost:1/x" in output
+    code, rows = import_and_run(config, project)
+    by_column = {r["promptIdx"]: r for r in rows}
+    assert by_column[0]["success"] is True
+    assert by_column[1]["failureReason"] == 2
+    assert "unsupported" in by_column[1]["error"]
+    assert code == 1
+
+
+@NEEDS_NODE
+@pytest.mark.parametrize("config", LIVE, ids=lambda c: f"{c.parent.name}/{c.stem}")
+def test_live_promptfoo_and_imported_suites_agree_row_by_row(
+    config: Path, promptfoo: str, tmp_path: Path
+) -> None:
+    theirs = run_real_promptfoo(promptfoo, config, tmp_path)
+    expected = {(r["testIdx"], r["promptIdx"]): r for r in theirs["results"]["results"]}
+    _, rows = import_and_run(config, tmp_path / "project")
+    assert_same(rows, expected)
