@@ -1,11 +1,12 @@
 """Running promptfoo configs in coalmine gives promptfoo 0.121.20's verdicts, row by row.
 
 The configs and promptfoo's captured results live beside each other:
-``tests/promptfoo/fixtures/{scoring,report,providers}`` (captured for the pure modules) and
-``tests/runner/fixtures/promptfoo/runtimes.yaml`` (JavaScript and Python assertions,
-transforms, coerced values, ``file://`` vars), whose ``runtimes.expected.json`` was captured
-with ``promptfoo eval -c runtimes.yaml -o out.json --no-cache --no-table --no-write`` and trimmed
-to each row's verdict, score, named scores and components (and the first line of its error).
+``tests/promptfoo/fixtures/{scoring,report,providers}`` (captured for the pure modules) and, in
+``tests/runner/fixtures/promptfoo``, ``runtimes.yaml`` (JavaScript and Python assertions,
+transforms, coerced values, ``file://`` vars) and ``weight_zero.yaml`` (script values at weight
+0), whose ``*.expected.json`` were captured with ``promptfoo eval -c <config> -o out.json
+--no-cache --no-table --no-write`` and trimmed to each row's verdict, score, named scores and
+components (and the first line of its error).
 
 With ``COALMINE_PROMPTFOO`` pointing at a promptfoo 0.121.20 executable, the live test runs
 both tools on the same configs (the ``echo`` provider) and compares them row by row.
@@ -73,6 +74,7 @@ CAPTURED = [
         False,
     ),
     (RUNNER / "runtimes.yaml", RUNNER / "runtimes.expected.json", True),
+    (RUNNER / "weight_zero.yaml", RUNNER / "weight_zero.expected.json", False),
 ]
 
 
@@ -409,6 +411,7 @@ def test_warnings_name_what_is_ignored(tmp_path: Path) -> None:
 LIVE = [c for c, _, _ in CAPTURED if c.parent.name in ("scoring", "promptfoo")] + [
     PROMPTFOO / "report" / "report_a.yaml"
 ]
+"""The configs run by both tools live (``weight_zero.yaml`` is among them)."""
 
 
 def run_real_promptfoo(executable: str, config: Path, tmp_path: Path) -> dict[str, Any]:

@@ -8,7 +8,8 @@ inversion included (promptfoo's handlers invert for themselves, each in its own 
 ``1 - score`` for ``similar``); :func:`score_row` then does what promptfoo does with them:
 
 - **weight 0 passes**: an assertion of weight 0 is reported as passed (its score is kept, its
-  reason too) and counts for nothing in the score.
+  reason too) and counts for nothing in the score. Bug kept: a ``file://`` Python value whose
+  script raises fails the assertion before that rule, so it fails at weight 0 too.
 - **score** = Σ score·weight / Σ weight over the top-level entries, 0 when Σ weight is 0.
 - **pass**: without a threshold, the row passes unless an entry failed; with one (a number),
   it passes iff score ≥ threshold, whatever the entries did, and the reason becomes
@@ -89,6 +90,9 @@ class AssertionOutcome:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     rendered_value: Any = None
     """The assertion's value after rendering, when the grader used a rendered string."""
+    early: bool = False
+    """promptfoo returned this before its weight-0 rule (a ``file://`` Python value whose script
+    raised): it fails even at weight 0."""
 
 
 @dataclass(frozen=True)
@@ -213,7 +217,7 @@ def _graded_entry(outcome: AssertionOutcome) -> ComponentResult:
     if isinstance(rendered, str) and rendered != outcome.assertion.value:
         metadata["renderedAssertionValue"] = rendered
     return ComponentResult(
-        passed=True if outcome.assertion.weight == 0 else outcome.passed,
+        passed=True if outcome.assertion.weight == 0 and not outcome.early else outcome.passed,
         score=outcome.score,
         reason=outcome.reason,
         assertion=outcome.assertion,

@@ -204,7 +204,7 @@ async def grade_one(assertion: Assertion, scope: AssertionScope) -> AssertionOut
         output = await _transform(assertion.transform, output, scope)
     value, from_script = await _value(assertion, output, scope)
     if isinstance(value, _Failed):
-        return AssertionOutcome(assertion, False, 0.0, value.reason)
+        return AssertionOutcome(assertion, False, 0.0, value.reason, early=True)
     if mapped.runtime == "javascript":
         return await _javascript(assertion, value, output, scope)
     if mapped.runtime == "python":
