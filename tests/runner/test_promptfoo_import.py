@@ -27,6 +27,7 @@ from coalmine.runner.node import node_available
 from coalmine.store.evals import iter_attempts
 from coalmine.store.runs import Store
 from tests.helpers.cli import run_main
+from tests.helpers.openai_server import FakeOpenAI
 from tests.runner.test_evals import StopAfter
 from tests.runner.test_promptfoo_run import (
     CAPTURED,
@@ -199,3 +200,65 @@ def test_live_promptfoo_and_imported_suites_agree_row_by_row(
     expected = {(r["testIdx"], r["promptIdx"]): r for r in theirs["results"]["results"]}
     _, rows = import_and_run(config, tmp_path / "project")
     assert_same(rows, expected)
+
+
+RUBRIC_CONFIG = """\
+prompts: ["{{ q }}"]
+providers: [echo]
+tests:
+  - description: kind
+    vars: {q: thank you kindly}
+    assert:
+      - {type: contains, value: thank}
+      - {type: llm-rubric, value: is polite}
+  - description: rude
+    vars: {q: go away}
+    assert:
+      - {type: contains, value: go}
+      - {type: llm-rubric, value: is polite}
+  - description: broken
+    vars: {q: go away}
+    assert:
+      - {type: contains, value: nope}
+      - {type: llm-rubric, value: is polite}
+"""
+
+
+def verdict(passed: bool) -> str:
+    return json.dumps({"pass": passed, "score": 1.0 if passed else 0.0, "reason": "judged"})
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+def test_imported_llm_rubric_uses_the_project_judge_and_its_blocking_policy(
+    blocking: bool, tmp_path: Path, openai_server: FakeOpenAI
+) -> None:
+    config = tmp_path / "pf" / "promptfooconfig.yaml"
+    config.parent.mkdir()
+    config.write_text(RUBRIC_CONFIG, encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+    judge = {"provider": "openai", "base_url": openai_server.base_url, "model": "judge-model"}
+    if blocking:
+        judge["blocking"] = True
+    (project / "coalmine.yaml").write_text(
+        "# my project\n" + yaml.safe_dump({"judge": judge}), encoding="utf-8"
+    )
+    openai_server.enqueue(verdict(True), verdict(False), verdict(False))
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code == 0, output
+    text = (project / "coalmine.yaml").read_text(encoding="utf-8")
+    assert text.startswith("# my project\n") and "echo:" in text
+    code, output = run_main("eval", "run", "--root", str(project), "-c", "1", "--display", "plain")
+    rows = {r["_attempt"].case_id: r for r in stored_rows(project)}
+    assert {k: r["success"] for k, r in rows.items()} == {
+        "kind": True,
+        "rude": False,
+        "broken": False,
+    }
+    assert len(openai_server.requests) == 3
+    assert "is polite" in json.dumps(openai_server.requests[0].body)
+    # promptfoo's verdicts stand; whether a judge-only failure fails the suite is the policy's
+    assert rows["broken"]["_attempt"].blocks is True  # failed on a deterministic assertion
+    assert rows["rude"]["_attempt"].blocks is blocking
+    assert rows["rude"]["_attempt"].record.get("advisory", False) is not blocking
+    assert code == 1  # "broken" fails the suite either way

@@ -527,6 +527,7 @@ async def _run_promptfoo_attempt(suite: _Suite, case: SuiteCase, rep: int, env: 
         caller=env.caller(agent) if agent is not None else None,
         tools=env.row_tools,
         judge=judge,
+        judge_blocks=env.gate.blocks if env.gate is not None else None,
     )
     return attempt._replace(record=_scrub(attempt.record, env.secrets))
 

@@ -17,12 +17,16 @@ comparisons and reports as any suite does:
   promptfoo's own shape from the store.
 
 promptfoo's verdict is kept whole: a failing ``llm-rubric`` fails the row as it does in
-promptfoo, calibrated judge or not (the judge is the project's, from coalmine.yaml).
+promptfoo (the judge is the project's, from coalmine.yaml). What that failure does to the
+suite is coalmine's judge policy: until the judge is calibrated (``coalmine judge calibrate``)
+a row that failed only on model-graded assertions is advisory, as a judge grader's failure is
+in any suite.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -99,10 +103,14 @@ async def run_promptfoo_line(
     caller: Caller | None,
     tools: RowTools,
     judge: JudgeFn | None,
+    judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None = None,
 ) -> Attempt:
     """Evaluate one line of a compat suite and return it as an attempt to store.
 
     The record is not yet scrubbed of secrets: the engine scrubs every attempt's record.
+    ``judge_blocks(type, config)`` says whether a judge grader may fail the suite (coalmine's
+    calibration policy): a row that failed on such assertions only is kept as promptfoo's
+    FAIL, but advisory.
     """
     line, source = case.promptfoo, meta.promptfoo
     assert line is not None and source is not None
@@ -111,7 +119,11 @@ async def run_promptfoo_line(
     timeout = meta.timeout_seconds or tools.timeout
     env = {**tools.env, **source.env}
     result = await evaluate_row(row, agent, replace(tools, judge=judge, env=env, timeout=timeout))
-    return _attempt(suite, case, rep, result, caller, row)
+    attempt = _attempt(suite, case, rep, result, caller, row)
+    if attempt.status == "fail" and judge_blocks is not None and _judged_only(result, judge_blocks):
+        attempt.record["advisory"] = True
+        return attempt._replace(blocks=False)
+    return attempt
 
 
 def _row(
@@ -151,6 +163,23 @@ def _row(
         phase=suite,
         repeat=rep,
     )
+
+
+def _judged_only(result: RowResult, judge_blocks: Callable[[str, Mapping[str, Any]], bool]) -> bool:
+    """Whether every failing assertion of the row is a judge grader that may not block."""
+    grading = result.outcome.grading
+    if grading is None:
+        return False
+    failed = [c for c in grading.component_results if not c.passed and c.assertion is not None]
+    if not failed:
+        return False
+    for entry in failed:
+        assert entry.assertion is not None
+        mapped = map_assertion(entry.assertion)
+        spec = mapped.grader
+        if spec is None or spec.type not in JUDGE_TYPES or judge_blocks(spec.type, spec.config):
+            return False
+    return True
 
 
 def _test_case(line: PromptfooCase) -> dict[str, Any]:
