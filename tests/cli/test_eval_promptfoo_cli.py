@@ -39,6 +39,10 @@ ALLOWED = {
 }
 
 
+STORED: set[str] = set()
+"""What else differs when the document is built from the store after ``import promptfoo``."""
+
+
 def differences(ours: Any, theirs: Any, path: str = "") -> set[str]:
     """The paths (list indices as ``[]``) where the two documents differ."""
     if isinstance(ours, dict) and isinstance(theirs, dict):
@@ -175,15 +179,35 @@ def test_options_of_suite_runs_are_refused(
     assert "--promptfoo runs the whole config: drop" in capsys.readouterr().err
 
 
-def test_the_promptfoo_format_needs_a_config(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert coalmine("--format", "promptfoo", root=tmp_path) == 2
-    assert "go with --promptfoo CONFIG" in capsys.readouterr().err
-
-
 def test_help_explains_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", "run", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "promptfoo exits 100 there" in text
     assert "nothing is stored and it cannot be resumed" in text
+
+
+def test_imported_suites_give_promptfoos_document_from_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copy(REPORT / "report_a.yaml", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["import", "promptfoo", "report_a.yaml", "--out", "project"]) == 0
+    capsys.readouterr()
+    args = ("-c", "1", "--format", "promptfoo", "-o", "report_a.out.json")
+    assert coalmine(*args, root=tmp_path / "project") == 1
+    assert capsys.readouterr().out == ""  # the document went to the file
+    ours = json.loads((tmp_path / "report_a.out.json").read_text(encoding="utf-8"))
+    theirs = json.loads((REPORT / "report_a.expected.json").read_text(encoding="utf-8"))
+    assert differences(ours, theirs) <= ALLOWED | STORED
+
+
+def test_format_promptfoo_needs_imported_suites(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "harness" / "evals").mkdir(parents=True)
+    (tmp_path / "coalmine.yaml").write_text("agents:\n  echo: {provider: echo}\n")
+    line = {"id": "a", "prompt": "hi", "graders": [{"type": "contains", "config": {"value": "hi"}}]}
+    (tmp_path / "harness" / "evals" / "mine.jsonl").write_text(json.dumps(line) + "\n")
+    assert coalmine("--format", "promptfoo", root=tmp_path) == 2
+    err = capsys.readouterr().err
+    assert "go with --promptfoo CONFIG, or with suites imported" in err and "mine is not" in err

@@ -31,6 +31,7 @@ from coalmine.runner.evals import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
 from coalmine.runner.history import project_config, resumable_run
 from coalmine.runner.promptfoo_output import promptfoo_document, render_table, rows_json
 from coalmine.runner.promptfoo_run import run_promptfoo
+from coalmine.runner.promptfoo_stored import stored_document
 from coalmine.store.runs import Store
 
 
@@ -79,7 +80,7 @@ def eval_group() -> None:
     default="table",
     show_default=True,
     help="Print a table of suites (of rows, with --promptfoo), their result JSON, or (with "
-    "--promptfoo) promptfoo's result file, on stdout.",
+    "--promptfoo, or for imported suites) promptfoo's result file, on stdout.",
 )
 @click.option(
     "--promptfoo",
@@ -95,7 +96,8 @@ def eval_group() -> None:
     "output_file",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="FILE",
-    help="With --promptfoo: write promptfoo's result file (as 'promptfoo eval -o') to FILE.",
+    help="With --promptfoo or imported suites: write promptfoo's result file (as 'promptfoo "
+    "eval -o') to FILE.",
 )
 @display_option
 @judge_reruns_option
@@ -149,8 +151,6 @@ def run_command(
             promptfoo_config, root=root, concurrency=concurrency, fmt=fmt, output=output_file,
             display=display, no_judge=no_judge,
         )  # fmt: skip
-    if fmt == "promptfoo" or output_file is not None:
-        raise UsageError("--format promptfoo and --output go with --promptfoo CONFIG")
     if record_to is not None and replay_from is not None:
         raise UsageError("--record and --replay exclude each other: record once, then replay")
     config = project_config(root)
@@ -177,6 +177,9 @@ def run_command(
                 o.get("repeats"), o.get("reducer") or "mean",
             )  # fmt: skip
         plan = plan_evals(root, suites, selection=selection, config=config)
+        as_promptfoo = fmt == "promptfoo" or output_file is not None
+        if as_promptfoo:
+            _require_imported(plan)
         try:
             require_eval_judge(plan, disabled=no_judge)
         except ConfigError as exc:
@@ -191,9 +194,18 @@ def run_command(
                     judge_reruns=judge_reruns, record=record_to, replay=replay_from,
                 )
             )  # fmt: skip
+        if as_promptfoo:
+            document = dump_promptfoo_output(
+                stored_document(store, outcome.run_id, plan.suites, output_path=output_file)
+            )
     finally:
         store.close()
-    if fmt == "json":
+    if as_promptfoo and output_file is not None:
+        output_file.write_text(document + "\n", encoding="utf-8")
+    if fmt == "promptfoo":
+        if output_file is None:
+            click.echo(document)
+    elif fmt == "json":
         payload = [r.model_dump(mode="json", by_alias=True) for r in outcome.suites]
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
@@ -212,6 +224,17 @@ def run_command(
             err=True,
         )
     return outcome.exit_code
+
+
+def _require_imported(plan: EvalPlan) -> None:
+    """``--format promptfoo`` and ``-o`` write promptfoo's document: imported suites only."""
+    others = [s.name for s in plan.suites if s.index.meta.compat != "promptfoo"]
+    if others or not plan.suites:
+        raise UsageError(
+            "--format promptfoo and --output write promptfoo's result file: they go with "
+            "--promptfoo CONFIG, or with suites imported by 'coalmine import promptfoo' "
+            f"({', '.join(others) or 'no suites'} {'is' if len(others) == 1 else 'are'} not)"
+        )
 
 
 def _run_promptfoo(

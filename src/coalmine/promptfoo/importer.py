@@ -43,6 +43,7 @@ __all__ = ["ImportPlan", "ImportedSuite", "add_agents", "dump_yaml", "plan_impor
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
 _SLUG = re.compile(r"[^a-z0-9]+")
 SLUG_LENGTH = 40
+BASE_LENGTH = 24
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,8 @@ def suite_names(matrix: Matrix, name: str | None = None) -> list[str]:
     """A suite name per column: the base, with the prompt and the provider when there are many."""
     base = _slug(name) if name else ""
     if not base:
-        base = _slug(matrix.description or "") or _slug(matrix.base_dir.name) or "promptfoo"
+        described = _slug(matrix.description or "", BASE_LENGTH)
+        base = described or _slug(matrix.base_dir.name) or "promptfoo"
     prompts = {c.prompt.index for c in matrix.columns}
     providers = {c.provider.index for c in matrix.columns}
     names: list[str] = []
@@ -349,9 +351,13 @@ def _unique(name: str, taken: Collection[str]) -> str:
     return f"{name}-{number}"
 
 
-def _slug(text: str) -> str:
+def _slug(text: str, length: int = SLUG_LENGTH) -> str:
+    """``text`` as lowercase words joined by ``-``, cut at a word's end to ``length``."""
     slug = _SLUG.sub("-", text.lower()).strip("-")
-    return slug[:SLUG_LENGTH].rstrip("-")
+    if len(slug) <= length:
+        return slug
+    cut = slug[: length + 1].rsplit("-", 1)[0] if "-" in slug[:length] else slug[:length]
+    return cut.rstrip("-")
 
 
 def _relative(target: Path, start: Path) -> str:

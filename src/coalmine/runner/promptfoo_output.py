@@ -17,11 +17,13 @@ from __future__ import annotations
 import secrets
 import string
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from coalmine.promptfoo.config import load_config as load_promptfoo_config
 from coalmine.promptfoo.grading import grading_result
+from coalmine.promptfoo.matrix import Matrix
 from coalmine.promptfoo.report import (
     ReportColumn,
     ReportPrompt,
@@ -33,7 +35,14 @@ from coalmine.promptfoo.scoring import ComponentResult
 from coalmine.promptfoo.sources import Problems
 from coalmine.runner.promptfoo_run import PromptfooRun, RunRow
 
-__all__ = ["promptfoo_document", "render_table", "rows_json"]
+__all__ = [
+    "config_section",
+    "eval_id",
+    "promptfoo_document",
+    "render_table",
+    "rows_json",
+    "runtime_options",
+]
 
 _REASON_WIDTH = 100
 
@@ -82,44 +91,55 @@ def promptfoo_document(run: PromptfooRun, *, output_path: Path | None = None) ->
         )
         for c in run.matrix.columns
     ]
-    suffix = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(3))
-    stamp = run.started_at.strftime("%Y-%m-%dT%H:%M:%S")
     return promptfoo_output(
         [report_row(r) for r in run.rows],
-        config=_config(run, output_path),
-        eval_id=f"eval-{suffix}-{stamp}",
+        config=config_section(run.matrix, run.environ, output_path),
+        eval_id=eval_id(run.started_at),
         created_at=run.started_at,
         duration_ms=run.duration_ms,
         columns=columns,
-        runtime_options={
-            "eventSource": "cli",
-            "showProgressBar": False,
-            "repeat": 1,
-            "maxConcurrency": run.concurrency,
-            "cache": False,
-        },  # fmt: skip
+        runtime_options=runtime_options(run.concurrency),
     )
 
 
-def _config(run: PromptfooRun, output_path: Path | None) -> dict[str, Any]:
+def runtime_options(concurrency: int) -> dict[str, Any]:
+    """The ``runtimeOptions`` promptfoo writes for ``eval --no-cache`` at this concurrency."""
+    return {
+        "eventSource": "cli",
+        "showProgressBar": False,
+        "repeat": 1,
+        "maxConcurrency": concurrency,
+        "cache": False,
+    }
+
+
+def eval_id(started: datetime) -> str:
+    """An id in promptfoo's form: ``eval-XXX-<timestamp>``."""
+    suffix = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(3))
+    return f"eval-{suffix}-{started.strftime('%Y-%m-%dT%H:%M:%S')}"
+
+
+def config_section(
+    matrix: Matrix, environ: Mapping[str, str], output_path: Path | None
+) -> dict[str, Any]:
     """The config as promptfoo writes it: the file's keys, with promptfoo's defaults added."""
-    raw = load_promptfoo_config(run.matrix.path, problems=Problems(), environ=run.environ)
+    raw = load_promptfoo_config(matrix.path, problems=Problems(), environ=environ)
     data: dict[str, Any] = dict(raw.data) if raw is not None else {}
     written = "defaultTest" in data
     config: dict[str, Any] = {"tags": data.pop("tags", {})}
     for key in ("env", "defaultTest", "outputPath", "extensions", "metadata", "evaluateOptions"):
         data.pop(key, None)
     config.update(data)
-    config["env"] = dict(run.matrix.extras.get("env") or {})
-    default = dict(run.matrix.default_test)
+    config["env"] = dict(matrix.extras.get("env") or {})
+    default = dict(matrix.default_test)
     if written:
         options, metadata = default.get("options") or {}, default.get("metadata") or {}
         config["defaultTest"] = {**default, "options": options, "metadata": metadata}
     if output_path is not None:
         config["outputPath"] = [str(output_path)]
     config["extensions"] = []
-    config["metadata"] = dict(run.matrix.extras.get("metadata") or {})
-    config["evaluateOptions"] = dict(run.matrix.extras.get("evaluateOptions") or {})
+    config["metadata"] = dict(matrix.extras.get("metadata") or {})
+    config["evaluateOptions"] = dict(matrix.extras.get("evaluateOptions") or {})
     return config
 
 

@@ -52,7 +52,13 @@ from coalmine.specs.compat import PromptfooCase, PromptfooSuite
 from coalmine.specs.suite import SuiteCase, SuiteMeta
 from coalmine.store.evals import Attempt
 
-__all__ = ["check_promptfoo_line", "line_needs_judge", "run_promptfoo_line"]
+__all__ = [
+    "check_promptfoo_line",
+    "line_needs_judge",
+    "line_test_case",
+    "run_promptfoo_line",
+    "suite_base_dir",
+]
 
 JUDGE_TYPES = frozenset({"llm-rubric", "context-recall", "context-faithfulness"})
 
@@ -151,7 +157,7 @@ def _row(
         threshold=line.threshold,
         options=line.options,
         provider_output=line.provider_output,
-        test_case=_test_case(line),
+        test_case=line_test_case(line),
         base_dir=suite_base_dir(meta, suite_path),
         unsupported=unsupported_reason(
             prompt_kind=source.prompt.kind,
@@ -182,7 +188,7 @@ def _judged_only(result: RowResult, judge_blocks: Callable[[str, Mapping[str, An
     return True
 
 
-def _test_case(line: PromptfooCase) -> dict[str, Any]:
+def line_test_case(line: PromptfooCase) -> dict[str, Any]:
     """The test as promptfoo holds it (``context.test``; ``testCase`` of its result file)."""
     case: dict[str, Any] = {}
     if line.description is not None:
