@@ -167,6 +167,11 @@ def _scan_toml_lines(
             _scan_toml_lines(value, (*loc, key), text_lines, line - 1, lines)
 
 
+def _written_keys(model: type[BaseModel]) -> list[str]:
+    """The keys a file writes for ``model``: each field's alias where it has one."""
+    return sorted(info.alias or name for name, info in model.model_fields.items())
+
+
 def validation_problems(
     exc: ValidationError, doc: Document, model: type[BaseModel], *, prefix: Loc = ()
 ) -> list[Problem]:
@@ -177,7 +182,7 @@ def validation_problems(
         where = ".".join(str(p) for p in (*prefix, *loc)) or "(top level)"
         if err["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
-            valid = sorted(parent.model_fields) if parent is not None else []
+            valid = _written_keys(parent) if parent is not None else []
             message = f"unknown key {loc[-1]!r}"
             if prefix + loc[:-1]:
                 message += f" in {_dotted(prefix + loc[:-1])}"

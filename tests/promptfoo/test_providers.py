@@ -292,13 +292,13 @@ def test_paths_are_relative_to_the_coalmine_folder(tmp_path: Path) -> None:
 
 def test_agent_names_are_the_label_or_a_short_id_and_unique(tmp_path: Path) -> None:
     refs = [
-        ref("echo"), ref("echo"), ref("openai:gpt-4o", label="echo"), ref("echo", label="echo (2)"),
+        ref("echo"), ref("echo"), ref("openai:gpt-4o", label="echo"), ref("echo", label="echo-2"),
         ref("exec:python3 /srv/agents/agent.py --fast"), ref("file://providers/p.py:fn"),
         ref("python:providers/p.py"), ref("exec:" + "x" * 80),
     ]  # fmt: skip
     names = [m.agent_name for m in map_providers(refs, base_dir=tmp_path)]
     assert names == [
-        "echo", "echo (2)", "echo (3)", "echo (2) (2)", "exec:python3 agent.py --fast", "p.py:fn",
+        "echo", "echo-2", "echo-3", "echo-2-2", "exec:python3 agent.py --fast", "p.py:fn",
         "python:p.py", "exec:" + "x" * 54 + "…",
     ]  # fmt: skip
     assert readable_name("openai:chat:gpt-4o") == "openai:chat:gpt-4o"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from coalmine.promptfoo.assertions import map_assertion
 from coalmine.promptfoo.config import CONFIG_FILE
 from coalmine.promptfoo.matrix import Column, Matrix, load_matrix
 from coalmine.promptfoo.prepared import config_env, default_delay_ms, prepared_test, timeout_ms
-from coalmine.promptfoo.providers import MappedProvider, map_providers
+from coalmine.promptfoo.providers import MappedProvider, map_providers, unique_name
 from coalmine.specs.suite import SUITES_DIR
 
 __all__ = ["ImportPlan", "ImportedSuite", "add_agents", "dump_yaml", "plan_import", "suite_names"]
@@ -171,7 +171,7 @@ def suite_names(matrix: Matrix, name: str | None = None) -> list[str]:
             parts.append(_slug(column.prompt.label) or f"prompt-{column.prompt.index}")
         if len(providers) > 1:
             parts.append(_slug(column.provider.key) or f"provider-{column.provider.index}")
-        names.append(_unique("-".join(parts), names))
+        names.append(unique_name("-".join(parts), names))
     return names
 
 
@@ -316,7 +316,7 @@ def _rename_taken(
     for m in mapped:
         if m.agent is not None and m.agent_name in existing:
             if _plain(existing[m.agent_name]) != _escape(dict(m.agent)):
-                new = _unique(m.agent_name, taken)
+                new = unique_name(m.agent_name, taken)
                 taken.add(new)
                 m = replace(m, agent_name=new)
         out.append(m)
@@ -340,15 +340,6 @@ def _escape(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_escape(v) for v in value]
     return value
-
-
-def _unique(name: str, taken: Collection[str]) -> str:
-    if name not in taken:
-        return name
-    number = 2
-    while f"{name}-{number}" in taken:
-        number += 1
-    return f"{name}-{number}"
 
 
 def _slug(text: str, length: int = SLUG_LENGTH) -> str:
@@ -399,9 +390,11 @@ def add_agents(text: str | None, agents: Mapping[str, Mapping[str, Any]]) -> str
     """
     source = text or ""
     try:
-        data = yaml.safe_load(source) if source.strip() else {}
+        data = yaml.safe_load(source)
     except yaml.YAMLError as exc:
         raise ConfigError(f"coalmine.yaml is not valid YAML: {exc}") from None
+    if data is None:  # empty, or comments only
+        data = {}
     if not isinstance(data, dict):
         raise ConfigError("coalmine.yaml must be a mapping to add agents to it")
     have = data.get("agents") or {}
@@ -425,11 +418,14 @@ def add_agents(text: str | None, agents: Mapping[str, Mapping[str, Any]]) -> str
         indent = _child_indent(lines, start, end)
         entries = dump_yaml(new)
         shown = "".join(indent + ln if ln.strip() else ln for ln in entries.splitlines(True))
-        while end > start + 1 and not lines[end - 1].strip():
-            end -= 1
+        while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+            end -= 1  # blank lines and the next key's comments stay before the next key
         lines[end:end] = [shown]
         result = "".join(lines)
-    check = yaml.safe_load(result)
+    try:
+        check = yaml.safe_load(result)
+    except yaml.YAMLError:
+        check = None  # e.g. a flow-style "agents: {…}" that block entries cannot extend
     if not isinstance(check, dict) or any(
         _plain(check.get("agents", {}).get(k)) != _plain(v) for k, v in new.items()
     ):

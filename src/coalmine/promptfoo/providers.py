@@ -32,7 +32,14 @@ from typing import Any
 from coalmine.promptfoo._llm_providers import Found, literal, map_anthropic, map_ollama, map_openai
 from coalmine.promptfoo.provider_refs import ProviderRef
 
-__all__ = ["MappedProvider", "exec_word", "map_provider", "map_providers", "split_command"]
+__all__ = [
+    "MappedProvider",
+    "exec_word",
+    "map_provider",
+    "map_providers",
+    "split_command",
+    "unique_name",
+]
 
 _SCRIPT_PART = re.compile(r"""[^\s"']+|"([^"]*)"|'([^']*)'""")
 _JS_FILES = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".jsx", ".tsx")
@@ -108,7 +115,7 @@ def map_provider(
     return MappedProvider(
         ref_id=ref.id,
         label=ref.label,
-        agent_name=_unique(ref.label or readable_name(ref.id), taken),
+        agent_name=unique_name(ref.label or readable_name(ref.id), taken),
         agent=found.agent,
         problem=found.problem,
         notes=tuple(found.notes),
@@ -301,10 +308,11 @@ def readable_name(provider_id: str) -> str:
     return name if len(name) <= NAME_LENGTH else name[: NAME_LENGTH - 1] + "…"
 
 
-def _unique(name: str, taken: Collection[str]) -> str:
+def unique_name(name: str, taken: Collection[str]) -> str:
+    """``name``, or ``name-2``, ``-3`` … when ``taken`` has it."""
     if name not in taken:
         return name
     number = 2
-    while f"{name} ({number})" in taken:
+    while f"{name}-{number}" in taken:
         number += 1
-    return f"{name} ({number})"
+    return f"{name}-{number}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -9,7 +10,8 @@ from pydantic import ValidationError
 from coalmine.config import Config, load_config
 from coalmine.errors import UsageError
 from coalmine.providers.base import provider_settings
-from coalmine.results import CanaryRun
+from coalmine.results import CanaryRun, CaseResult, Grade, RunTotals, Verdict
+from coalmine.store.evals import Attempt, iter_attempts, run_suites
 from coalmine.store.runs import RunInfo, Store
 
 
@@ -24,11 +26,77 @@ def project_config(root: Path) -> Config:
 
 
 def load_run(store: Store, ref: str) -> CanaryRun:
-    """A run by store reference (id, id prefix, label, ``latest``) or by result-file path."""
+    """A run by store reference (id, id prefix, label, ``latest``) or by result-file path.
+
+    An eval run comes back in the same shape, one result per suite and case (``suite/case``),
+    so ``compare`` and ``report`` work on it: see :func:`eval_run_record`.
+    """
     path = Path(ref)
     if path.suffix == ".json" and path.is_file():
         return read_result_file(path)
+    info = store.get_run(ref)
+    if info.kind == "eval":
+        return eval_run_record(store, info)
     return store.load_run(ref)
+
+
+def eval_run_record(store: Store, info: RunInfo) -> CanaryRun:
+    """An eval run as a run record: each case of each suite one result, ``suite/case``.
+
+    A case's repeats reduce to one result: PASS when every repeat passed, ERROR when one errored
+    (and none failed), else FAIL; its composite is the mean score of the repeats that have one,
+    and each grader's score the mean over the repeats.
+    """
+    results = []
+    for suite in run_suites(store, info.id):
+        runs: list[Attempt] = []
+        for attempt in [*iter_attempts(store, info.id, suite), None]:
+            if runs and (attempt is None or attempt.case_id != runs[0].case_id):
+                results.append(_case_of(suite, runs))
+                runs = []
+            if attempt is not None:
+                runs.append(attempt)
+    started = datetime.fromisoformat(info.started_at)
+    ended = datetime.fromisoformat(info.ended_at) if info.ended_at else started
+    return CanaryRun(
+        run_id=info.label or info.id,
+        duration_seconds=round((ended - started).total_seconds(), 3),
+        store_run_id=info.id,
+        timestamp=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        summary=RunTotals.of(results, invalid=0),
+        results=results,
+        interrupted=info.status != "finished",
+        judge=info.judge,
+        coalmine_version=info.coalmine_version,
+    )
+
+
+def _case_of(suite: str, runs: list[Attempt]) -> CaseResult:
+    statuses = {a.status for a in runs}
+    verdict: Verdict = "PASS" if statuses == {"pass"} else "FAIL" if "fail" in statuses else "ERROR"
+    scored = [a.score for a in runs if a.score is not None]
+    graders: dict[str, list[float]] = {}
+    for attempt in runs:
+        for key, value in attempt.scores.items():
+            if value is not None:
+                graders.setdefault(key, []).append(value)
+    first = runs[0].record
+    failures = [
+        str(a.record.get("why") or a.record.get("error")) for a in runs if a.status != "pass"
+    ]
+    return CaseResult(
+        id=f"{suite}/{runs[0].case_id}",
+        phase=suite,
+        title=runs[0].case_id,
+        agent=str(first.get("agent") or ""),
+        verdict=verdict,
+        composite_score=sum(scored) / len(scored) if scored else None,
+        grader_scores={k: Grade(score=sum(v) / len(v)) for k, v in graders.items()},
+        duration_seconds=sum(a.latency or 0.0 for a in runs),
+        failures=failures,
+        advisory=True if verdict != "PASS" and not any(a.blocks for a in runs) else None,
+        path="",
+    )
 
 
 def read_result_file(path: Path) -> CanaryRun:

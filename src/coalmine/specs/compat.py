@@ -75,9 +75,7 @@ class PromptfooSuite(BaseModel):
 class PromptfooCase(BaseModel):
     """One line of a compat suite: a promptfoo test, prepared."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")
     """Stable and unique within the suite (coalmine's; promptfoo numbers tests instead)."""

@@ -111,6 +111,14 @@ def done_attempts(store: Store, run_id: str) -> set[tuple[str, str, int]]:
     return {(r[0], r[1], r[2]) for r in rows}
 
 
+def run_suites(store: Store, run_id: str) -> list[str]:
+    """The suites the run stored attempts of, by name."""
+    cursor = store.conn.execute(
+        "SELECT DISTINCT suite FROM eval_attempts WHERE run_id = ? ORDER BY suite", (run_id,)
+    )
+    return [row[0] for row in cursor]
+
+
 def iter_attempts(store: Store, run_id: str, suite: str) -> Iterator[Attempt]:
     """A suite's attempts, grouped by case (ordered by case id, then repeat), streamed."""
     cursor = store.conn.execute(
