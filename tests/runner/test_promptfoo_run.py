@@ -75,6 +75,10 @@ CAPTURED = [
     ),
     (RUNNER / "runtimes.yaml", RUNNER / "runtimes.expected.json", True),
     (RUNNER / "weight_zero.yaml", RUNNER / "weight_zero.expected.json", False),
+    *(
+        (folder / "promptfooconfig.yaml", folder / "promptfoo-verdicts.json", False)
+        for folder in sorted((PROMPTFOO / "matrix").glob("run_*"))
+    ),
 ]
 
 
@@ -409,9 +413,10 @@ def test_warnings_name_what_is_ignored(tmp_path: Path) -> None:
 # --- live: the real promptfoo ---------------------------------------------------------------
 
 LIVE = [c for c, _, _ in CAPTURED if c.parent.name in ("scoring", "promptfoo")] + [
-    PROMPTFOO / "report" / "report_a.yaml"
+    PROMPTFOO / "report" / "report_a.yaml",
+    PROMPTFOO / "matrix" / "run_features" / "promptfooconfig.yaml",
 ]
-"""The configs run by both tools live (``weight_zero.yaml`` is among them)."""
+"""The configs run by both tools live (the others' captured verdicts are compared offline)."""
 
 
 def run_real_promptfoo(executable: str, config: Path, tmp_path: Path) -> dict[str, Any]:
