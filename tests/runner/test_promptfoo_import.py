@@ -26,6 +26,7 @@ from coalmine.runner.evals import run_evals
 from coalmine.runner.node import node_available
 from coalmine.store.evals import iter_attempts
 from coalmine.store.runs import Store
+from tests.helpers.anthropic_server import FakeAnthropic
 from tests.helpers.cli import run_main
 from tests.helpers.openai_server import FakeOpenAI
 from tests.runner.test_evals import StopAfter
@@ -262,3 +263,56 @@ def test_imported_llm_rubric_uses_the_project_judge_and_its_blocking_policy(
     assert rows["rude"]["_attempt"].blocks is blocking
     assert rows["rude"]["_attempt"].record.get("advisory", False) is not blocking
     assert code == 1  # "broken" fails the suite either way
+
+
+MODEL_CONFIG = """\
+prompts: ["Translate to French: {{ word }}"]
+providers:
+  - id: openai:chat:gpt-4o-mini
+    config: {temperature: 0.2}
+  - anthropic:messages:claude-sonnet-4-5
+tests:
+  - vars: {word: cat}
+    assert:
+      - {type: icontains, value: chat}
+"""
+
+
+def test_imported_model_providers_call_the_vendors_protocols_and_keep_keys_out(
+    tmp_path: Path, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "pf" / "promptfooconfig.yaml"
+    config.parent.mkdir()
+    config.write_text(MODEL_CONFIG, encoding="utf-8")
+    project = tmp_path / "project"
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code == 0, output
+    with FakeAnthropic() as anthropic:
+        monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret-0001")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-0002")
+        openai_server.enqueue("Le chat")
+        anthropic.enqueue("un chien")
+        code, output = run_main("eval", "run", "--root", str(project), "--display", "plain")
+        [sent] = anthropic.requests
+        # the config run directly reaches the same endpoints
+        openai_server.enqueue("Le chat")
+        anthropic.enqueue("un chien")
+        direct, table = run_main("eval", "run", "--promptfoo", str(config), "--root", str(project))
+        assert len(anthropic.requests) == 2
+    assert direct == 1 and "PASS" in table and "FAIL" in table
+    assert code == 1, output  # the anthropic row fails its assertion
+    request = openai_server.requests[0]
+    assert len(openai_server.requests) == 2
+    assert request.body["model"] == "gpt-4o-mini" and request.body["temperature"] == 0.2
+    assert request.body["messages"][-1]["content"] == "Translate to French: cat"
+    assert request.headers["Authorization"] == "Bearer sk-openai-secret-0001"
+    assert sent.body["model"] == "claude-sonnet-4-5"
+    assert sent.body["messages"][-1]["content"] == "Translate to French: cat"
+    verdicts = {(r["promptIdx"], r["success"]) for r in stored_rows(project)}
+    assert verdicts == {(0, True), (1, False)}
+    written = [p for p in project.rglob("*") if p.is_file()]
+    for path in written:
+        data = path.read_bytes()
+        assert b"sk-openai-secret-0001" not in data and b"sk-ant-secret-0002" not in data, path

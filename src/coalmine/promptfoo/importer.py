@@ -143,7 +143,7 @@ def plan_import(
     unsupported = _unsupported_assertions(types)
     warnings += unsupported
     needs_judge = any(map_assertion(a).runtime == "grader" and _judged(a) for a in types)
-    agents = {m.agent_name: _escape(dict(m.agent)) for m in mapped if m.agent is not None}
+    agents = {m.agent_name: _plain(m.agent) for m in mapped if m.agent is not None}
     return ImportPlan(
         matrix=matrix,
         suites=tuple(suites),
@@ -315,7 +315,7 @@ def _rename_taken(
     out = []
     for m in mapped:
         if m.agent is not None and m.agent_name in existing:
-            if _plain(existing[m.agent_name]) != _escape(dict(m.agent)):
+            if _plain(existing[m.agent_name]) != _plain(m.agent):
                 new = unique_name(m.agent_name, taken)
                 taken.add(new)
                 m = replace(m, agent_name=new)
@@ -328,17 +328,6 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
-    return value
-
-
-def _escape(value: Any) -> Any:
-    """Values as coalmine.yaml keeps them: ``${`` is its interpolation, written ``$${``."""
-    if isinstance(value, str):
-        return value.replace("${", "$${")
-    if isinstance(value, Mapping):
-        return {str(k): _escape(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_escape(v) for v in value]
     return value
 
 

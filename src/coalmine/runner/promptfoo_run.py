@@ -237,8 +237,9 @@ def build_agents(mapped: Sequence[MappedProvider], matrix: Matrix) -> dict[int, 
     """Each provider's coalmine agent, built as coalmine.yaml builds it, or why there is none.
 
     The agent's entry is written to a scratch coalmine.yaml and loaded by
-    :func:`coalmine.config.load_config`, so it is validated by its provider's settings model;
-    its relative paths then resolve in the promptfoo config's folder.
+    :func:`coalmine.config.load_config`, so it is validated by its provider's settings model
+    and its ``${VAR}`` (``OPENAI_BASE_URL`` …) read from the environment; its relative paths
+    then resolve in the promptfoo config's folder.
     """
     agents: dict[int, AgentConfig | str] = {}
     for index, provider in enumerate(mapped):
@@ -251,7 +252,7 @@ def build_agents(mapped: Sequence[MappedProvider], matrix: Matrix) -> dict[int, 
             text = yaml.safe_dump(entry, sort_keys=False, allow_unicode=True)
             (Path(scratch) / "coalmine.yaml").write_text(text, encoding="utf-8")
             try:
-                config = load_config(Path(scratch), providers=provider_settings(), environ={})
+                config = load_config(Path(scratch), providers=provider_settings())
             except ConfigError as exc:
                 agents[index] = f"its coalmine agent is invalid: {exc.reason}"
                 continue
