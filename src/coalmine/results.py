@@ -53,6 +53,10 @@ class AgentOutput(BaseModel):
     exit_code: int | None = _extra()
     stderr_tail: str | None = _extra()
     usage: dict[str, int] | None = _extra("Token counts when the provider reports them.")
+    cost: float | None = _extra(
+        "What the call cost, when the provider reports it (a promptfoo-convention script's "
+        "`cost`); otherwise coalmine prices the tokens from `pricing:`."
+    )
     tool_calls: list[ToolCall] = Field(default=[], exclude_if=lambda v: not v)
     """The tool calls the agent made, in order (its trajectory)."""
 

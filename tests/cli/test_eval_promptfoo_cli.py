@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +212,31 @@ def test_format_promptfoo_needs_imported_suites(
     assert coalmine("--format", "promptfoo", root=tmp_path) == 2
     err = capsys.readouterr().err
     assert "go with --promptfoo CONFIG, or with suites imported" in err and "mine is not" in err
+
+
+def test_a_python_providers_cost_and_tokens_reach_the_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PROMPTFOO_PYTHON", sys.executable)
+    config = REPORT / "report_c.yaml"
+    args = ("--promptfoo", str(config), "--format", "promptfoo")
+    assert coalmine(*args, root=tmp_path) == 1
+    ours = json.loads(capsys.readouterr().out)
+    theirs = json.loads((REPORT / "report_c.expected.json").read_text(encoding="utf-8"))
+
+    def costs(document: dict[str, Any]) -> list[tuple[Any, ...]]:
+        rows = sorted(document["results"]["results"], key=lambda r: (r["testIdx"], r["promptIdx"]))
+        # a provider's returned error keeps its tokens in promptfoo, not here (a known difference)
+        return [
+            (
+                r["testIdx"],
+                r["promptIdx"],
+                r["cost"],
+                None if r.get("error") else r.get("tokenUsage"),
+            )
+            for r in rows
+        ]
+
+    assert costs(ours) == costs(theirs)
+    # the provider reported 0.25 on two rows: its column's metrics add them up
+    assert ours["results"]["prompts"][1]["metrics"]["cost"] == 0.5

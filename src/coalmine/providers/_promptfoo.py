@@ -173,10 +173,12 @@ class Answer:
 
     text: str
     usage: dict[str, int] | None
+    cost: float | None = None
+    """The ``cost`` the function reported, when it is a number."""
 
 
 def read_answer(result: Any, function: str) -> Answer:
-    """Read ``{"output", "error", "tokenUsage"}`` as promptfoo does.
+    """Read ``{"output", "error", "tokenUsage", "cost"}`` as promptfoo does.
 
     The result goes through JSON as promptfoo's worker sends it. A truthy ``error`` (in
     JavaScript's sense) fails the call with that text; a missing or null ``output`` is promptfoo's
@@ -202,7 +204,9 @@ def read_answer(result: Any, function: str) -> Answer:
     if output is None:
         raise ConventionError("No output", kind="bad_output")
     text = output if isinstance(output, str) else js_json(output)
-    return Answer(text=text, usage=_usage(data.get("tokenUsage")))
+    cost = data.get("cost")
+    reported = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+    return Answer(text=text, usage=_usage(data.get("tokenUsage")), cost=reported)
 
 
 def _js_truthy(value: Any) -> bool:

@@ -278,6 +278,8 @@ async def _call(
     output = called.output
     if agent.caller.agent.provider == "echo":
         return output.text, _usage(output.usage), 0.0
+    if output.cost is not None:  # the script said what the call cost, as promptfoo reads it
+        return output.text, _usage(output.usage), output.cost
     configured = getattr(agent.caller.agent.settings, "model", None)
     model = output.model or configured
     used = priced(output.usage, model, tools.pricing, configured=configured)
