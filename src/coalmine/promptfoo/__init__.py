@@ -10,16 +10,19 @@ output:
 - promptfoo's scoring rules for a row (:mod:`~coalmine.promptfoo.scoring`);
 - which coalmine grader grades each assertion type (:mod:`~coalmine.promptfoo.assertions`);
 - which coalmine agent stands for each provider (:mod:`~coalmine.promptfoo.providers`);
-- promptfoo's output document, built from coalmine's rows (:mod:`~coalmine.promptfoo.report`).
+- promptfoo's output document, built from coalmine's rows (:mod:`~coalmine.promptfoo.report`);
+- what a row's evaluation reads, shared by the direct run and the import
+  (:mod:`~coalmine.promptfoo.prepared`), and promptfoo's ``gradingResult``
+  (:mod:`~coalmine.promptfoo.grading`);
+- a config as coalmine suites and agents (:mod:`~coalmine.promptfoo.importer`), and a suite as
+  a config (:mod:`~coalmine.promptfoo.exporter`).
 
-How imported suites run (the part still to build): ``coalmine import promptfoo`` writes one
-suite per prompt × provider under ``harness/evals/``, whose ``<suite>.yaml`` says
-``compat: promptfoo`` (the prompt as its ``prompt_template``, the mapped agent, where it came
-from) and whose lines keep each test's promptfoo fields (``vars``, ``assert``, ``threshold``,
-``metric``, ``options``, ``provider_output``, ``description``, the test index). The eval engine
-runs such a suite with Nunjucks rendering, the assertions graded through the mapping (and Node
-for ``javascript``), transforms applied, and the row scored by ``scoring``; so the store,
-resume, comparisons and calibrated judges work as for any suite, and ``--format promptfoo``
-rebuilds promptfoo's document from the stored rows. ``eval run --promptfoo CONFIG`` imports
-into a scratch folder and runs that.
+How imported suites run: ``coalmine import promptfoo`` writes one suite per column (a prompt
+run by a provider) under ``harness/evals/``, whose ``<suite>.yaml`` says ``compat: promptfoo``
+(:mod:`coalmine.specs.compat`) and whose lines keep each test's promptfoo fields. The eval
+engine hands such a line to :mod:`coalmine.runner.promptfoo_suite`, which evaluates it with the
+same :func:`coalmine.runner.promptfoo_row.evaluate_row` as ``eval run --promptfoo`` and stores
+promptfoo's verdict as an attempt; so the store, resume, comparisons and the judge policy work
+as for any suite, and ``--format promptfoo`` rebuilds promptfoo's document from the stored rows
+(:mod:`coalmine.runner.promptfoo_stored`).
 """
