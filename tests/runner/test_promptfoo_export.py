@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 import yaml
 
 from coalmine.runner.node import node_available
-from coalmine.runner.promptfoo_run import PromptfooRun, run_promptfoo
 from coalmine.store.evals import iter_attempts
 from coalmine.store.runs import Store
 from tests.helpers.cli import run_main
@@ -34,20 +31,11 @@ from tests.runner.test_promptfoo_run import (
     NEEDS_NODE,
     components,
     promptfoo_rows,
+    run,
     run_real_promptfoo,
 )
 
-
-@pytest.fixture(autouse=True)
-def _fast_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROMPTFOO_PYTHON", sys.executable)
-
-
-def run_config(config: Path, root: Path) -> PromptfooRun:
-    async def go() -> PromptfooRun:
-        return await run_promptfoo(config, root=root)
-
-    return anyio.run(go)
+pytestmark = pytest.mark.usefixtures("fast_python")
 
 
 def export(project: Path, suite: str, out: Path) -> tuple[int, str]:
@@ -75,7 +63,7 @@ def test_an_imported_suite_exported_back_gives_promptfoos_verdicts(
         out = tmp_path / "exported" / suite.stem / "promptfooconfig.yaml"
         code, output = export(project, suite.stem, out)
         assert code == 0, output
-        ours = run_config(out, tmp_path)
+        ours = run(out, tmp_path)
         assert len(ours.rows) == len(lines)
         for row, line in zip(ours.rows, lines, strict=True):
             theirs = expected[(line["testIdx"], column)]
@@ -149,11 +137,11 @@ def test_a_coalmine_suite_exports_to_a_config_with_the_same_verdicts(tmp_path: P
     assert config["providers"] == ["echo"]
     assert config["tests"][2]["vars"]["prompt"] == ""
     assert config["tests"][2]["options"]["prefix"] == "{% raw %}two lines\n{% endraw %}"
-    run = run_config(out, tmp_path)
-    theirs = {r.row.test.description: r.result.outcome.success for r in run.rows}
+    done = run(out, tmp_path)
+    theirs = {r.row.test.description: r.result.outcome.success for r in done.rows}
     assert theirs == ours
     assert not theirs["expected"] and not theirs["below"] and theirs["weights"]
-    rendered = {r.row.test.description: r.result.rendered_prompt for r in run.rows}
+    rendered = {r.row.test.description: r.result.rendered_prompt for r in done.rows}
     assert rendered["braces"] == "Keep {{ name }} and {% raw %}"
     assert rendered["newline"] == "two lines\n"
 
@@ -171,9 +159,7 @@ def test_live_promptfoo_runs_an_exported_coalmine_suite_with_the_same_verdicts(
     project = native_project(tmp_path / "project")
     out = tmp_path / "pf" / "promptfooconfig.yaml"
     export(project, "native", out)
-    ours = {
-        r.row.test.description: r.result.outcome.success for r in run_config(out, tmp_path).rows
-    }
+    ours = {r.row.test.description: r.result.outcome.success for r in run(out, tmp_path).rows}
     document = run_real_promptfoo(promptfoo, out, tmp_path)
     theirs = {r["testCase"]["description"]: r["success"] for r in document["results"]["results"]}
     assert theirs == ours

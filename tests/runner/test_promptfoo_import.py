@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,10 +39,7 @@ from tests.runner.test_promptfoo_run import (
     run_real_promptfoo,
 )
 
-
-@pytest.fixture(autouse=True)
-def _fast_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PROMPTFOO_PYTHON", sys.executable)
+pytestmark = pytest.mark.usefixtures("fast_python")
 
 
 def import_and_run(config: Path, project: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:

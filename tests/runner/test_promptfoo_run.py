@@ -18,7 +18,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,10 +81,7 @@ CAPTURED = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _fast_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Python assertions run in this interpreter (a version manager's shim costs 0.2 s a call)."""
-    monkeypatch.setenv("PROMPTFOO_PYTHON", sys.executable)
+pytestmark = pytest.mark.usefixtures("fast_python")
 
 
 def run(config: Path, root: Path, **options: Any) -> PromptfooRun:

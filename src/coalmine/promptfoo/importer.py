@@ -38,7 +38,15 @@ from coalmine.promptfoo.prepared import config_env, default_delay_ms, prepared_t
 from coalmine.promptfoo.providers import MappedProvider, map_providers, unique_name
 from coalmine.specs.suite import SUITES_DIR
 
-__all__ = ["ImportPlan", "ImportedSuite", "add_agents", "dump_yaml", "plan_import", "suite_names"]
+__all__ = [
+    "ImportPlan",
+    "ImportedSuite",
+    "add_agents",
+    "dump_yaml",
+    "plain_data",
+    "plan_import",
+    "suite_names",
+]
 
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -143,7 +151,7 @@ def plan_import(
     unsupported = _unsupported_assertions(types)
     warnings += unsupported
     needs_judge = any(map_assertion(a).runtime == "grader" and _judged(a) for a in types)
-    agents = {m.agent_name: _plain(m.agent) for m in mapped if m.agent is not None}
+    agents = {m.agent_name: plain_data(m.agent) for m in mapped if m.agent is not None}
     return ImportPlan(
         matrix=matrix,
         suites=tuple(suites),
@@ -315,7 +323,7 @@ def _rename_taken(
     out = []
     for m in mapped:
         if m.agent is not None and m.agent_name in existing:
-            if _plain(existing[m.agent_name]) != _plain(m.agent):
+            if plain_data(existing[m.agent_name]) != plain_data(m.agent):
                 new = unique_name(m.agent_name, taken)
                 taken.add(new)
                 m = replace(m, agent_name=new)
@@ -323,11 +331,12 @@ def _rename_taken(
     return tuple(out)
 
 
-def _plain(value: Any) -> Any:
+def plain_data(value: Any) -> Any:
+    """Mappings and sequences as the dicts and lists YAML writes."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain_data(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain_data(v) for v in value]
     return value
 
 
@@ -416,7 +425,7 @@ def add_agents(text: str | None, agents: Mapping[str, Mapping[str, Any]]) -> str
     except yaml.YAMLError:
         check = None  # e.g. a flow-style "agents: {…}" that block entries cannot extend
     if not isinstance(check, dict) or any(
-        _plain(check.get("agents", {}).get(k)) != _plain(v) for k, v in new.items()
+        plain_data(check.get("agents", {}).get(k)) != plain_data(v) for k, v in new.items()
     ):
         raise ConfigError("could not add the agents to coalmine.yaml: add them by hand")
     return result

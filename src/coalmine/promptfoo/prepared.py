@@ -13,7 +13,7 @@ imported suite means what the config means:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coalmine.promptfoo.expand import MatrixTest
@@ -22,6 +22,7 @@ __all__ = [
     "config_env",
     "default_delay_ms",
     "prepared_test",
+    "as_test_case",
     "timeout_ms",
     "unsupported_reason",
 ]
@@ -29,17 +30,39 @@ __all__ = [
 
 def prepared_test(test: MatrixTest) -> dict[str, Any]:
     """The test as promptfoo holds it once prepared (defaultTest merged, one var combination)."""
+    return as_test_case(
+        description=test.description,
+        variables=test.vars,
+        provider_output=test.provider_output,
+        threshold=test.threshold,
+        assertions=[a.model_dump(by_alias=True, exclude_unset=True) for a in test.assertions],
+        options=test.options,
+        metadata=test.metadata,
+    )
+
+
+def as_test_case(
+    *,
+    description: str | None,
+    variables: Mapping[str, Any],
+    provider_output: Any,
+    threshold: float | None,
+    assertions: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+) -> dict[str, Any]:
+    """A test in promptfoo's keys and order (``testCase`` of its result file)."""
     case: dict[str, Any] = {}
-    if test.description is not None:
-        case["description"] = test.description
-    case["vars"] = dict(test.vars)
-    if test.provider_output is not None:
-        case["providerOutput"] = test.provider_output
-    if test.threshold is not None:
-        case["threshold"] = test.threshold
-    case["assert"] = [a.model_dump(by_alias=True, exclude_unset=True) for a in test.assertions]
-    case["options"] = dict(test.options)
-    case["metadata"] = dict(test.metadata)
+    if description is not None:
+        case["description"] = description
+    case["vars"] = dict(variables)
+    if provider_output is not None:
+        case["providerOutput"] = provider_output
+    if threshold is not None:
+        case["threshold"] = threshold
+    case["assert"] = [dict(a) for a in assertions]
+    case["options"] = dict(options)
+    case["metadata"] = dict(metadata)
     return case
 
 

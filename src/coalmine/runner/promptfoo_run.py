@@ -30,6 +30,7 @@ from coalmine._util.clock import Clock, SystemClock
 from coalmine.config import AgentConfig, Config, load_config
 from coalmine.errors import CoalmineError, ConfigError
 from coalmine.graders.base import JudgeFn
+from coalmine.promptfoo.importer import plain_data
 from coalmine.promptfoo.matrix import Matrix, ProviderRef, Row, load_matrix
 from coalmine.promptfoo.prepared import (
     config_env,
@@ -248,7 +249,7 @@ def build_agents(mapped: Sequence[MappedProvider], matrix: Matrix) -> dict[int, 
             continue
         ref = matrix.providers[index]
         with tempfile.TemporaryDirectory(prefix="coalmine-promptfoo-") as scratch:
-            entry = {"agents": {provider.agent_name: _plain(provider.agent)}}
+            entry = {"agents": {provider.agent_name: plain_data(provider.agent)}}
             text = yaml.safe_dump(entry, sort_keys=False, allow_unicode=True)
             (Path(scratch) / "coalmine.yaml").write_text(text, encoding="utf-8")
             try:
@@ -259,15 +260,6 @@ def build_agents(mapped: Sequence[MappedProvider], matrix: Matrix) -> dict[int, 
         agent = config.agents[provider.agent_name]
         agents[index] = replace(agent, base_dir=matrix.base_dir, path=ref.path, line=ref.line)
     return agents
-
-
-def _plain(value: Any) -> Any:
-    """Mappings and sequences as the dicts and lists YAML writes."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _row_agent(

@@ -37,7 +37,7 @@ from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import map_assertion
 from coalmine.promptfoo.grading import grading_result
-from coalmine.promptfoo.prepared import unsupported_reason
+from coalmine.promptfoo.prepared import as_test_case, unsupported_reason
 from coalmine.promptfoo.scoring import ComponentResult
 from coalmine.results import OUTPUT_LIMIT
 from coalmine.runner.case import Caller
@@ -190,18 +190,15 @@ def _judged_only(result: RowResult, judge_blocks: Callable[[str, Mapping[str, An
 
 def line_test_case(line: PromptfooCase) -> dict[str, Any]:
     """The test as promptfoo holds it (``context.test``; ``testCase`` of its result file)."""
-    case: dict[str, Any] = {}
-    if line.description is not None:
-        case["description"] = line.description
-    case["vars"] = dict(line.vars)
-    if line.provider_output is not None:
-        case["providerOutput"] = line.provider_output
-    if line.threshold is not None:
-        case["threshold"] = line.threshold
-    case["assert"] = list(line.assertions)
-    case["options"] = dict(line.options)
-    case["metadata"] = dict(line.metadata)
-    return case
+    return as_test_case(
+        description=line.description,
+        variables=line.vars,
+        provider_output=line.provider_output,
+        threshold=line.threshold,
+        assertions=line.assertions,
+        options=line.options,
+        metadata=line.metadata,
+    )
 
 
 def _agent(source: PromptfooSuite, caller: Caller | None) -> RowAgent:
