@@ -29,6 +29,7 @@ from tests.helpers.cli import run_main
 from tests.runner.test_promptfoo_run import (
     CAPTURED,
     NEEDS_NODE,
+    PROMPTFOO,
     components,
     promptfoo_rows,
     run,
@@ -163,3 +164,36 @@ def test_live_promptfoo_runs_an_exported_coalmine_suite_with_the_same_verdicts(
     document = run_real_promptfoo(promptfoo, out, tmp_path)
     theirs = {r["testCase"]["description"]: r["success"] for r in document["results"]["results"]}
     assert theirs == ours
+
+
+@NEEDS_NODE
+@pytest.mark.parametrize(
+    "config",
+    [PROMPTFOO / "scoring" / "scoring.yaml", PROMPTFOO / "report" / "report_a.yaml"],
+    ids=lambda c: c.stem,
+)
+def test_live_promptfoo_runs_exported_imported_suites_as_it_ran_the_original(
+    config: Path, promptfoo: str, tmp_path: Path
+) -> None:
+    (tmp_path / "original").mkdir()
+    original = run_real_promptfoo(promptfoo, config, tmp_path / "original")
+    expected = {(r["testIdx"], r["promptIdx"]): r for r in original["results"]["results"]}
+    project = tmp_path / "project"
+    run_main("import", "promptfoo", str(config), "--out", str(project))
+    for suite in sorted((project / "harness" / "evals").glob("*.yaml")):
+        column = yaml.safe_load(suite.read_text(encoding="utf-8"))["promptfoo"]["prompt_idx"]
+        lines = [json.loads(x) for x in suite.with_suffix(".jsonl").read_text().splitlines()]
+        out = tmp_path / "exported" / suite.stem / "promptfooconfig.yaml"
+        export(project, suite.stem, out)
+        (tmp_path / suite.stem).mkdir()
+        document = run_real_promptfoo(promptfoo, out, tmp_path / suite.stem)
+        rows = sorted(document["results"]["results"], key=lambda r: r["testIdx"])
+        assert len(rows) == len(lines)
+        for row, line in zip(rows, lines, strict=True):
+            theirs = expected[(line["testIdx"], column)]
+            where = (suite.stem, line["id"])
+            assert (row["success"], row["failureReason"]) == (
+                theirs["success"],
+                theirs["failureReason"],
+            ), where
+            assert math.isclose(row["score"], theirs["score"], abs_tol=1e-9), where
