@@ -384,3 +384,26 @@ def test_a_compat_suite_takes_no_graders(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="takes no 'graders'") as caught:
         scan_suite(path, grader_configs=grader_configs())
     assert caught.value.path == path.with_suffix(".yaml")
+
+
+def test_rows_that_cannot_run_are_counted_by_reason(tmp_path: Path) -> None:
+    (tmp_path / "prompts.py").write_text("def make(context):\n    return 'hi'\n")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ x }}', 'file://prompts.py:make']\n"
+        "providers: [echo]\n"
+        "tests:\n"
+        "  - vars: {x: a}\n"
+        "  - vars: {x: b}\n"
+        "    provider: echo\n",
+        encoding="utf-8",
+    )
+    found = plan_import(config, out_dir=tmp_path / "proj")
+    # rows in promptfoo's order: (a, template), (a, function), (b, template), (b, function);
+    # a prompt function is named before a test's own provider
+    assert found.unsupported_rows == (
+        "unsupported: a prompt function (prompts.py:make) runs code to make the prompt "
+        "(2 rows; they will be ERRORs)",
+        "unsupported: a test with its own 'provider' (coalmine runs the config's providers) "
+        "(1 row; they will be ERRORs)",
+    )

@@ -40,8 +40,8 @@ def import_promptfoo_command(config: Path, out_dir: Path, name: str | None, forc
     suite whose lines are the config's tests, rendered with Nunjucks and scored by promptfoo's
     rules when 'coalmine eval run' runs them; each provider becomes an agent in coalmine.yaml.
     What cannot be carried over is listed, never dropped silently. Exit 0 when everything
-    maps, 1 when a provider or an assertion has no coalmine equivalent (its rows will be
-    ERRORs), 2 when the config is broken.
+    maps, 1 when a provider, an assertion or a prompt function has no coalmine equivalent (its
+    rows will be ERRORs), 2 when the config is broken.
     """
     if not config.is_file():
         raise click.BadParameter(f"no promptfoo config at {config}", param_hint="CONFIG")
@@ -66,7 +66,8 @@ def import_promptfoo_command(config: Path, out_dir: Path, name: str | None, forc
         click.echo(
             "note: model-graded assertions need a judge: set 'judge:' in coalmine.yaml", err=True
         )
-    return 1 if plan.unsupported_providers or plan.unsupported_assertions else 0
+    unsupported = plan.unsupported_providers or plan.unsupported_assertions
+    return 1 if unsupported or plan.unsupported_rows else 0
 
 
 @click.group("export")

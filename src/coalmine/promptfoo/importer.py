@@ -34,7 +34,13 @@ from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import map_assertion
 from coalmine.promptfoo.config import CONFIG_FILE
 from coalmine.promptfoo.matrix import Column, Matrix, load_matrix
-from coalmine.promptfoo.prepared import config_env, default_delay_ms, prepared_test, timeout_ms
+from coalmine.promptfoo.prepared import (
+    config_env,
+    default_delay_ms,
+    prepared_test,
+    timeout_ms,
+    unsupported_reason,
+)
 from coalmine.promptfoo.providers import MappedProvider, map_providers, unique_name
 from coalmine.specs.suite import SUITES_DIR
 
@@ -87,6 +93,8 @@ class ImportPlan:
     """What differs or is not carried over (``file:line: …`` where known)."""
     unsupported_assertions: tuple[str, ...] = ()
     """Assertion types coalmine cannot grade, each with why and how many use it."""
+    unsupported_rows: tuple[str, ...] = ()
+    """Why some rows cannot run (a prompt function, a test's own provider …), with counts."""
     needs_judge: bool = False
     """Some assertion is model-graded: coalmine.yaml needs a ``judge:``."""
     suites_dir: Path = field(default=SUITES_DIR)
@@ -150,6 +158,8 @@ def plan_import(
     types = [a for t in matrix.tests for a in _flatten(t.assertions)]
     unsupported = _unsupported_assertions(types)
     warnings += unsupported
+    rows = _unsupported_rows(matrix)
+    warnings += rows
     needs_judge = any(map_assertion(a).runtime == "grader" and _judged(a) for a in types)
     agents = {m.agent_name: plain_data(m.agent) for m in mapped if m.agent is not None}
     return ImportPlan(
@@ -159,6 +169,7 @@ def plan_import(
         providers=mapped,
         warnings=tuple(warnings),
         unsupported_assertions=tuple(unsupported),
+        unsupported_rows=tuple(rows),
         needs_judge=needs_judge,
         suites_dir=suites_dir,
     )
@@ -299,6 +310,24 @@ def _judged(assertion: Assertion) -> bool:
         "context-recall",
         "context-faithfulness",
     }
+
+
+def _unsupported_rows(matrix: Matrix) -> list[str]:
+    """One warning per reason a row cannot run, with how many rows it stops."""
+    found: dict[str, int] = {}
+    for row in matrix.rows():
+        reason = unsupported_reason(
+            prompt_kind=row.prompt.kind,
+            prompt_label=row.prompt.label,
+            test_provider=row.test.provider,
+            scoring_function=row.test.assert_scoring_function,
+        )
+        if reason is not None:
+            found[reason] = found.get(reason, 0) + 1
+    return [
+        f"unsupported: {reason} ({n} row{'s' if n != 1 else ''}; they will be ERRORs)"
+        for reason, n in found.items()
+    ]
 
 
 def _unsupported_assertions(assertions: Sequence[Assertion]) -> list[str]:
