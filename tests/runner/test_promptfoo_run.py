@@ -1,12 +1,13 @@
 """Running promptfoo configs in coalmine gives promptfoo 0.121.20's verdicts, row by row.
 
 The configs and promptfoo's captured results live beside each other:
-``tests/promptfoo/fixtures/{scoring,report,providers}`` (captured for the pure modules) and, in
+``tests/promptfoo/fixtures/{scoring,report,providers}`` (captured for the pure modules), the
+matrix configs ``tests/promptfoo/fixtures/matrix/run_*`` and, in
 ``tests/runner/fixtures/promptfoo``, ``runtimes.yaml`` (JavaScript and Python assertions,
-transforms, coerced values, ``file://`` vars) and ``weight_zero.yaml`` (script values at weight
-0), whose ``*.expected.json`` were captured with ``promptfoo eval -c <config> -o out.json
---no-cache --no-table --no-write`` and trimmed to each row's verdict, score, named scores and
-components (and the first line of its error).
+transforms, coerced values, ``file://`` vars), ``weight_zero.yaml`` (script values at weight
+0) and ``regex.yaml`` (JavaScript's regular expressions). Their expected files were captured
+with ``promptfoo eval -c <config> -o out.json --no-cache --no-table --no-write`` and trimmed to
+each row's verdict, score, named scores and components (and the first line of its error).
 
 With ``COALMINE_PROMPTFOO`` pointing at a promptfoo 0.121.20 executable, the live test runs
 both tools on the same configs (the ``echo`` provider) and compares them row by row.
@@ -74,6 +75,7 @@ CAPTURED = [
     ),
     (RUNNER / "runtimes.yaml", RUNNER / "runtimes.expected.json", True),
     (RUNNER / "weight_zero.yaml", RUNNER / "weight_zero.expected.json", False),
+    (RUNNER / "regex.yaml", RUNNER / "regex.expected.json", False),
     *(
         (folder / "promptfooconfig.yaml", folder / "promptfoo-verdicts.json", False)
         for folder in sorted((PROMPTFOO / "matrix").glob("run_*"))

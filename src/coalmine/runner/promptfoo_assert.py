@@ -17,7 +17,8 @@ What promptfoo makes a row ERROR (``RowError`` here) and what it merely fails:
   grader with no judge configured in coalmine.yaml (promptfoo would call its default grading
   provider; coalmine calls nothing it was not given); JavaScript that throws from a file or
   Node.js missing (said so, with the install hint).
-- FAIL: a ``regex`` that does not compile (``Invalid regex pattern: …``, Python's ``re`` syntax),
+- FAIL: a ``regex`` that does not compile (``Invalid regex pattern: …``; the JavaScript pattern
+  is read with JavaScript's meaning, :mod:`coalmine.promptfoo.jsregex`),
   a ``python`` assertion whose script raises or answers nonsense, inline JavaScript that throws.
 
 Values are coerced as promptfoo's handlers coerce them: a number for ``contains``/``equals``
@@ -43,6 +44,7 @@ from coalmine.graders.base import registry as graders
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import UNSUPPORTED, MappedAssertion, map_assertion
 from coalmine.promptfoo.filerefs import load_file_ref
+from coalmine.promptfoo.jsregex import python_pattern
 from coalmine.promptfoo.nunjucks import (
     TemplateError,
     js_json_stringify,
@@ -426,6 +428,8 @@ async def _grader(
     base = assertion.base_type
     config = dict(spec.config)
     coerced = coerce_value(base, value)
+    if base == "regex" and isinstance(coerced, str):
+        coerced = python_pattern(coerced)  # JavaScript's meaning, in Python's syntax
     if coerced is None:
         config.pop("value", None)
     else:
