@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from coalmine.promptfoo.jsregex import python_pattern
+from coalmine.promptfoo.jsregex import javascript_pattern, python_pattern
 from coalmine.runner.node import node_available
 
 CASES = [
@@ -70,3 +70,39 @@ def test_the_expected_answers_are_javascripts() -> None:
     )
     node = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True)
     assert json.loads(node.stdout) == [e for _, _, e in CASES]
+
+
+# Python patterns (coalmine's regex grader) exported to promptfoo: (pattern, text, Python's answer)
+EXPORTED = [
+    (r"World$", "Hello World\n", True),  # Python's $ also matches before a final newline
+    (r"World\Z", "Hello World\n", False),
+    (r"\Aab", "ab", True),
+    (r"a.b", "a\rb", True),  # Python's . only stops at \n
+    (r"a.b", "a\nb", False),
+    (r"(?P<y>\d{4})-(?P=y)", "2024-2024", True),
+    (r"(?P<y>\d{4})-(?P=y)", "2024-2025", False),
+    (r"[]a]", "]", True),  # a ] first in a Python class is a literal
+    (r"[$.]", ".", True),
+    (r"^\d+$", "12\n", True),
+]
+
+
+def test_python_patterns_go_to_javascript_syntax() -> None:
+    assert javascript_pattern(r"World$") == ("World(?=\\n?$)", [])
+    assert javascript_pattern(r"(?P<y>\d{4})-(?P=y)") == (
+        "(?<y>\\d{4})-\\k<y>",
+        ["\\d match beyond ASCII in Python only"],
+    )
+    assert javascript_pattern(r"[]a]\Z")[0] == "[\\]a]$"
+
+
+@pytest.mark.skipif(node_available() is not None, reason="needs Node.js >= 18")
+def test_exported_patterns_match_in_javascript_as_in_python() -> None:
+    assert [bool(re.search(p, t)) for p, t, _ in EXPORTED] == [e for _, _, e in EXPORTED]
+    pairs = [[javascript_pattern(p)[0], t] for p, t, _ in EXPORTED]
+    script = (
+        f"const c = {json.dumps(pairs)};"
+        "console.log(JSON.stringify(c.map(([p, t]) => new RegExp(p).test(t))))"
+    )
+    node = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True)
+    assert json.loads(node.stdout) == [e for _, _, e in EXPORTED]

@@ -96,6 +96,7 @@ NATIVE_SUITE = [
     ], None, 0.7),
     ("json", '{"a": 1}', [{"type": "is-json"}], None, None),
     ("regex", "order 66", [{"type": "regex", "config": {"value": "\\d+$"}}], None, None),
+    ("regex-eol", "done\n", [{"type": "regex", "config": {"value": "done$"}}], None, None),
     ("any", "red car", [{"type": "icontains-any", "config": {"value": ["BLUE", "RED"]}}], None, None),
     ("kept-out", "hello", [
         {"type": "contains", "config": {"value": "hello"}},

@@ -105,4 +105,6 @@ def export_promptfoo_command(suite: str, root: Path, out_file: Path) -> int:
     click.echo(f"wrote {out_file}: {len(exported.config.get('tests', []))} test(s)")
     for note in exported.notes:
         click.echo(f"not exportable: {note}", err=True)
+    for note in dict.fromkeys(exported.approximations):
+        click.echo(f"note: {note}", err=True)
     return 1 if exported.notes else 0

@@ -10,14 +10,15 @@ data, with what could not be carried over:
   prompt (the config's prompt is ``{{prompt}}``). A prompt promptfoo would change as a var (one
   with ``{{``/``{%``/``{#``, or a trailing newline) goes in the test's ``options.prefix``
   instead, wrapped in ``{% raw %}``, and the var is empty: the prefix is rendered as the prompt
-  is, so it comes out as written. Each grader
-  promptfoo has under the same name (``equals``, ``contains``, ``regex``, ``levenshtein``,
-  ``is-json``, ``llm-rubric`` …, their ``not-`` forms) becomes an assertion with its ``value``
-  (the case's ``expected`` when the grader takes it from there), ``threshold`` and ``weight``;
-  a case's ``threshold`` (or the suite's) becomes the test's. Graders promptfoo has no
-  equivalent of (``keyword``, ``structural``, ``forbidden-tools``, the retrieval metrics,
-  ``python`` …) and grader settings it lacks are listed as not exportable, never dropped
-  silently; so is ``blocking: false`` (every promptfoo assertion counts).
+  is, so it comes out as written. Each grader promptfoo has under the same name (``equals``,
+  ``contains``, ``regex``, ``levenshtein``, ``is-json``, ``llm-rubric`` …, their ``not-``
+  forms) becomes an assertion with its ``value`` (the case's ``expected`` when the grader takes
+  it from there), ``threshold`` and ``weight``; a case's ``threshold`` (or the suite's) becomes
+  the test's. A ``regex`` is rewritten in JavaScript's syntax with Python's meaning
+  (:mod:`coalmine.promptfoo.jsregex`). Graders promptfoo has no equivalent of (``keyword``,
+  ``structural``, ``forbidden-tools``, the retrieval metrics, ``python`` …) and grader settings
+  it lacks are listed as not exportable, never dropped silently; so is ``blocking: false``
+  (every promptfoo assertion counts).
 - **The agent** becomes a provider: ``echo``; ``openai`` → ``openai:chat:<model>`` and
   ``anthropic`` → ``anthropic:messages:<model>`` with the settings promptfoo has;
   ``command`` and ``python`` agents written with ``convention: promptfoo`` → ``exec:`` and
@@ -35,6 +36,7 @@ from typing import Any
 
 from coalmine.config import AgentConfig
 from coalmine.promptfoo.assertions import DIRECT, JUDGED, WITH_THRESHOLD
+from coalmine.promptfoo.jsregex import javascript_pattern
 from coalmine.promptfoo.providers import exec_word, split_command
 from coalmine.specs.models import GraderSpec
 from coalmine.specs.suite import Suite, SuiteCase
@@ -65,6 +67,8 @@ class Exported:
     config: dict[str, Any]
     not_exportable: list[str] = field(default_factory=list)
     """What promptfoo has no equivalent of (the config runs without it)."""
+    approximations: list[str] = field(default_factory=list)
+    """What is carried over but may read differently (a regex's Unicode classes)."""
 
     def note(self, message: str) -> None:
         """Record ``message`` (repeats are counted, not listed again)."""
@@ -143,6 +147,10 @@ def _assertion(spec: GraderSpec, case: SuiteCase, exported: Exported) -> dict[st
     value = spec.config.get("value")
     if value is None and base in TAKES_EXPECTED and case.case.expected is not None:
         value = case.case.expected
+    if base == "regex" and isinstance(value, str):
+        value, differ = javascript_pattern(value)
+        for note in differ:
+            exported.approximations.append(f"grader {kind} {spec.config.get('value')!r}: {note}")
     if value is not None:
         assertion["value"] = _literal(value)
     if "threshold" in spec.config:

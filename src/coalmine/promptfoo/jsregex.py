@@ -18,7 +18,7 @@ one); one that neither accepts fails the assertion with the compile error, as in
 
 from __future__ import annotations
 
-__all__ = ["python_pattern"]
+__all__ = ["javascript_pattern", "python_pattern"]
 
 _WORD = "A-Za-z0-9_"
 _SPACE = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
@@ -109,3 +109,62 @@ def _escape(letter: str, in_class: bool) -> str:
     if letter.isascii() and letter.isalnum() and letter not in _PYTHON_ESCAPES:
         return letter  # an identity escape: JavaScript matches the letter itself
     return "\\" + letter
+
+
+_UNICODE_CLASSES = ("\\d", "\\D", "\\w", "\\W", "\\b", "\\B", "\\s", "\\S")
+
+
+def javascript_pattern(python: str) -> tuple[str, list[str]]:
+    r"""A Python pattern (coalmine's ``regex`` grader) as a JavaScript one, and what differs.
+
+    ``$`` (the end, or before a final newline) becomes ``(?=\n?$)``, ``\Z`` and ``\A`` become
+    ``$`` and ``^``, ``.`` becomes ``[^\n]``, and named groups take JavaScript's syntax. What
+    cannot be said without flags is kept and listed: ``\d``, ``\w``, ``\b`` and ``\s`` are
+    Unicode-wide in Python and ASCII (or JavaScript's white space) in JavaScript, which matters
+    only for text beyond ASCII.
+    """
+    out: list[str] = []
+    notes: list[str] = []
+    i, n = 0, len(python)
+    in_class = False
+    while i < n:
+        char = python[i]
+        if char == "\\" and i + 1 < n:
+            pair = python[i : i + 2]
+            i += 2
+            if not in_class and pair == "\\Z":
+                out.append("$")
+            elif not in_class and pair == "\\A":
+                out.append("^")
+            else:
+                if pair in _UNICODE_CLASSES and pair not in notes:
+                    notes.append(pair)
+                out.append(pair)
+            continue
+        if in_class:
+            if char == "]" and out[-1] in ("[", "[^"):
+                char = "\\]"  # first in a Python class, a literal; JavaScript would end it
+            elif char == "]":
+                in_class = False
+            out.append(char)
+            i += 1
+            continue
+        if char == "[":
+            opening = "[^" if python.startswith("[^", i) else "["
+            out.append(opening)
+            in_class = True
+            i += len(opening)
+            continue
+        if python.startswith("(?P<", i):
+            out.append("(?<")
+            i += 4
+            continue
+        if python.startswith("(?P=", i) and ")" in python[i:]:
+            end = python.index(")", i)
+            out.append(f"\\k<{python[i + 4 : end]}>")
+            i = end + 1
+            continue
+        out.append({"$": "(?=\\n?$)", ".": "[^\\n]"}.get(char, char))
+        i += 1
+    shown = [f"{' '.join(notes)} match beyond ASCII in Python only"] if notes else []
+    return "".join(out), shown
