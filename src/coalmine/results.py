@@ -224,6 +224,9 @@ class CanaryRun(BaseModel):
     duration_seconds: float = 0.0
     coalmine_version: str | None = _extra()
     store_run_id: str | None = _extra("The run's id in the run store (a ULID).")
+    kind: Literal["eval"] | None = _extra(
+        "'eval' when an eval run is read as a run record (each case as 'suite/case')."
+    )
     stopped: str | None = _extra("Why an interrupted run stopped early: 'max_cost'.")
     lessons: list[RecalledLesson] = Field(
         default=[],

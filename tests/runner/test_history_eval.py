@@ -68,3 +68,14 @@ def test_compare_finds_the_regression_between_two_eval_runs(tmp_path: Path) -> N
     assert "over 4 comparable cases (1 changed)" in output
     code, output = run_main("compare", new, new, "--root", str(root))
     assert code == 0 and "over 4 shared cases" in output
+
+
+def test_report_renders_an_eval_run_as_an_eval_run(tmp_path: Path) -> None:
+    root = project(tmp_path, [case("a", "echo hi", "hi"), case("b", "echo hi", "bye")])
+    run_main("eval", "run", "--root", str(root), "--display", "none")
+    code, markdown = run_main("report", "latest", "--root", str(root))
+    assert code == 0
+    assert markdown.startswith("## Eval Run Results — ")
+    assert "| greet/a | greet | a | echo | 1.00 | ✅ PASS |" in markdown
+    code, junit = run_main("report", "latest", "--root", str(root), "--format", "junit")
+    assert code == 0 and 'classname="eval.greet" name="greet/b"' in junit

@@ -56,7 +56,7 @@ def render_junit(run: CanaryRun) -> str:
     suite = ET.SubElement(root, "testsuite", attrs)
     _add_properties(suite, run)
     for result in run.results:
-        _add_case(suite, result)
+        _add_case(suite, result, run.kind or "canary")
     for spec in run.invalid_specs:
         _add_invalid(suite, spec)
     if run.interrupted:
@@ -82,11 +82,11 @@ def _add_properties(suite: ET.Element, run: CanaryRun) -> None:
         ET.SubElement(parent, "property", name=name, value=value)
 
 
-def _add_case(suite: ET.Element, r: CaseResult) -> None:
+def _add_case(suite: ET.Element, r: CaseResult, kind: str) -> None:
     case = ET.SubElement(
         suite,
         "testcase",
-        classname=f"canary.{r.phase}",
+        classname=f"{kind}.{r.phase}",
         name=r.id,
         time=_seconds(r.duration_seconds),
     )

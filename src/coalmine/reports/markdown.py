@@ -79,7 +79,8 @@ def render_markdown(
     run: CanaryRun, *, results_path: Path | None, date: str, cache_explain: bool = False
 ) -> str:
     """Render the run as the seed's markdown report (``cache_explain``: a line per case)."""
-    lines = [f"## Canary Run Results — {date}", ""]
+    title = "Eval Run Results" if run.kind == "eval" else "Canary Run Results"
+    lines = [f"## {title} — {date}", ""]
     if run.results:
         lines += [
             "| ID | Phase | Title | Agent | Score | Verdict |",

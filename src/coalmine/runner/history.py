@@ -62,6 +62,7 @@ def eval_run_record(store: Store, info: RunInfo) -> CanaryRun:
         run_id=info.label or info.id,
         duration_seconds=round((ended - started).total_seconds(), 3),
         store_run_id=info.id,
+        kind="eval",
         timestamp=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         summary=RunTotals.of(results, invalid=0),
         results=results,
