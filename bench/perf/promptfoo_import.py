@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import yaml
+from profile_scan import best  # type: ignore[import-not-found]
 
 from coalmine.promptfoo.matrix import load_matrix
 from coalmine.runner.evalplan import plan_evals
@@ -32,16 +31,6 @@ from coalmine.runner.evals import run_evals
 from coalmine.runner.promptfoo_files import import_promptfoo
 from coalmine.runner.promptfoo_run import run_promptfoo
 from coalmine.store.runs import Store
-
-
-def best(work: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """The fastest of ``repeat`` runs of ``work`` (seconds) and its last result."""
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = work()
-        times.append(time.perf_counter() - start)
-    return min(times), result
 
 
 def write_config(folder: Path, tests: int) -> Path:
