@@ -177,7 +177,7 @@ def test_live_promptfoo_runs_exported_imported_suites_as_it_ran_the_original(
     config: Path, promptfoo: str, tmp_path: Path
 ) -> None:
     (tmp_path / "original").mkdir()
-    original = run_real_promptfoo(promptfoo, config, tmp_path / "original")
+    original = run_real_promptfoo(promptfoo, config, tmp_path / "original", reuse=True)
     expected = {(r["testIdx"], r["promptIdx"]): r for r in original["results"]["results"]}
     project = tmp_path / "project"
     run_main("import", "promptfoo", str(config), "--out", str(project))

@@ -193,7 +193,7 @@ def test_a_provider_without_agent_is_reported_and_its_rows_are_errors(tmp_path: 
 def test_live_promptfoo_and_imported_suites_agree_row_by_row(
     config: Path, promptfoo: str, tmp_path: Path
 ) -> None:
-    theirs = run_real_promptfoo(promptfoo, config, tmp_path)
+    theirs = run_real_promptfoo(promptfoo, config, tmp_path, reuse=True)
     expected = {(r["testIdx"], r["promptIdx"]): r for r in theirs["results"]["results"]}
     _, rows = import_and_run(config, tmp_path / "project")
     assert_same(rows, expected)

@@ -417,7 +417,21 @@ LIVE = [c for c, _, _ in CAPTURED if c.parent.name in ("scoring", "promptfoo")] 
 """The configs run by both tools live (the others' captured verdicts are compared offline)."""
 
 
-def run_real_promptfoo(executable: str, config: Path, tmp_path: Path) -> dict[str, Any]:
+_LIVE_RUNS: dict[tuple[str, Path], dict[str, Any]] = {}
+"""promptfoo's documents for the fixture configs, kept for the worker's session."""
+
+
+def run_real_promptfoo(
+    executable: str, config: Path, tmp_path: Path, *, reuse: bool = False
+) -> dict[str, Any]:
+    """Run promptfoo on ``config`` and read its result document.
+
+    ``reuse`` keeps the document for the next test that asks: for the fixture configs, which
+    do not change while the tests run.
+    """
+    key = (executable, config.resolve())
+    if reuse and key in _LIVE_RUNS:
+        return _LIVE_RUNS[key]
     out = tmp_path / "out.json"
     env = {
         **os.environ,
@@ -431,6 +445,8 @@ def run_real_promptfoo(executable: str, config: Path, tmp_path: Path) -> dict[st
     assert out.exists(), f"promptfoo failed ({done.returncode}):\n{done.stderr[-2000:]}"
     assert done.returncode in (0, 100), done.stderr[-2000:]
     document: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    if reuse:
+        _LIVE_RUNS[key] = document
     return document
 
 
@@ -439,6 +455,6 @@ def run_real_promptfoo(executable: str, config: Path, tmp_path: Path) -> dict[st
 def test_live_promptfoo_and_coalmine_agree_row_by_row(
     config: Path, promptfoo: str, tmp_path: Path
 ) -> None:
-    theirs = run_real_promptfoo(promptfoo, config, tmp_path)
+    theirs = run_real_promptfoo(promptfoo, config, tmp_path, reuse=True)
     rows = {(r["testIdx"], r["promptIdx"]): r for r in theirs["results"]["results"]}
     assert_same_rows(run(config, tmp_path), rows)
