@@ -31,7 +31,7 @@ import yaml
 
 from coalmine.errors import ConfigError
 from coalmine.promptfoo.assertion import Assertion
-from coalmine.promptfoo.assertions import map_assertion
+from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.config import CONFIG_FILE
 from coalmine.promptfoo.matrix import Column, Matrix, load_matrix
 from coalmine.promptfoo.prepared import (
@@ -145,22 +145,21 @@ def plan_import(
     timeout = timeout_ms(matrix.extras)
     ids = _line_ids(matrix)
     position = {id(ref): i for i, ref in enumerate(matrix.providers)}
+    by_column: dict[int, list[dict[str, Any]]] = {c.index: [] for c in matrix.columns}
+    for row in matrix.rows():
+        by_column[row.prompt_idx].append(_line(row.test, ids[row.test_idx]))
     suites = []
     for column, suite_name in zip(matrix.columns, names, strict=True):
         provider = mapped[position[id(column.provider)]]
         meta = _meta(matrix, column, provider, suites_dir, env, delay, timeout)
-        lines = [
-            _line(row.test, ids[row.test_idx])
-            for row in matrix.rows()
-            if row.prompt_idx == column.index
-        ]
-        suites.append(ImportedSuite(suite_name, meta, tuple(lines), column, provider))
+        lines = tuple(by_column[column.index])
+        suites.append(ImportedSuite(suite_name, meta, lines, column, provider))
     types = [a for t in matrix.tests for a in _flatten(t.assertions)]
     unsupported = _unsupported_assertions(types)
     warnings += unsupported
     rows = _unsupported_rows(matrix)
     warnings += rows
-    needs_judge = any(map_assertion(a).runtime == "grader" and _judged(a) for a in types)
+    needs_judge = any(_judged(a) for a in types)
     agents = {m.agent_name: plain_data(m.agent) for m in mapped if m.agent is not None}
     return ImportPlan(
         matrix=matrix,
@@ -305,11 +304,7 @@ def _flatten(assertions: Sequence[Assertion]) -> list[Assertion]:
 
 def _judged(assertion: Assertion) -> bool:
     mapped = map_assertion(assertion)
-    return mapped.grader is not None and mapped.grader.type in {
-        "llm-rubric",
-        "context-recall",
-        "context-faithfulness",
-    }
+    return mapped.grader is not None and mapped.grader.type in JUDGED
 
 
 def _unsupported_rows(matrix: Matrix) -> list[str]:

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
-from coalmine.promptfoo.assertions import map_assertion
+from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.prepared import as_test_case, unsupported_reason
 from coalmine.promptfoo.scoring import ComponentResult
@@ -59,8 +59,6 @@ __all__ = [
     "run_promptfoo_line",
     "suite_base_dir",
 ]
-
-JUDGE_TYPES = frozenset({"llm-rubric", "context-recall", "context-faithfulness"})
 
 
 def check_promptfoo_line(case: SuiteCase) -> str | None:
@@ -88,7 +86,7 @@ def line_needs_judge(case: SuiteCase) -> bool:
         assertion = pending.pop()
         pending.extend(assertion.children or ())
         mapped = map_assertion(assertion)
-        if mapped.grader is not None and mapped.grader.type in JUDGE_TYPES:
+        if mapped.grader is not None and mapped.grader.type in JUDGED:
             return True
     return False
 
@@ -183,7 +181,7 @@ def _judged_only(result: RowResult, judge_blocks: Callable[[str, Mapping[str, An
         assert entry.assertion is not None
         mapped = map_assertion(entry.assertion)
         spec = mapped.grader
-        if spec is None or spec.type not in JUDGE_TYPES or judge_blocks(spec.type, spec.config):
+        if spec is None or spec.type not in JUDGED or judge_blocks(spec.type, spec.config):
             return False
     return True
 
