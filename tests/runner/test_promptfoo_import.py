@@ -22,6 +22,7 @@ import yaml
 from coalmine._util.clock import FixedClock
 from coalmine.runner.evalplan import plan_evals
 from coalmine.runner.evals import run_evals
+from coalmine.runner.labelling import Asked, run_candidates
 from coalmine.runner.node import node_available
 from coalmine.store.evals import iter_attempts
 from coalmine.store.runs import Store
@@ -259,6 +260,18 @@ def test_imported_llm_rubric_uses_the_project_judge_and_its_blocking_policy(
     assert rows["rude"]["_attempt"].blocks is blocking
     assert rows["rude"]["_attempt"].record.get("advisory", False) is not blocking
     assert code == 1  # "broken" fails the suite either way
+    # judge label offers the imported rows with their rubric, so a calibration covers it
+    store = Store.open(project / ".coalmine" / "coalmine.db")
+    try:
+        candidates = run_candidates(store, store.list_runs(kind="eval", limit=1)[0])
+    finally:
+        store.close()
+    rude = next(c for c in candidates if c.id.endswith("/rude"))
+    assert (rude.prompt, rude.output, rude.asked) == (
+        "go away",
+        "go away",
+        Asked(rubric="is polite"),
+    )
 
 
 MODEL_CONFIG = """\

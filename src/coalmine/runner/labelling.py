@@ -37,9 +37,10 @@ from coalmine.graders.base import grader_configs
 from coalmine.judge.labels import Label, LabelledItem, Verdict, load_labels
 from coalmine.results import CaseResult, Grade
 from coalmine.runner.case import grade_key
+from coalmine.runner.promptfoo_suite import line_graders
 from coalmine.specs.loader import InvalidSpec, load_canary_spec
 from coalmine.specs.models import GraderSpec
-from coalmine.specs.suite import SUITES_DIR, BadLine, scan_suite
+from coalmine.specs.suite import SUITES_DIR, BadLine, SuiteCase, scan_suite
 from coalmine.store.evals import iter_attempts, suite_summaries
 from coalmine.store.runs import RunInfo, Store
 
@@ -173,8 +174,25 @@ def _suite_graders(
                 cases = [index.read(i, handle) for i in range(len(index))]
         except (SourceError, OSError):
             continue
-        return {c.case.id: (list(c.graders), c.case.context) for c in cases}
+        return {c.case.id: (_graders_of(c), _context_of(c)) for c in cases}
     return {}
+
+
+def _graders_of(case: SuiteCase) -> list[GraderSpec]:
+    """A case's graders; an imported promptfoo line's are its assertions' graders."""
+    return list(case.graders) if case.promptfoo is None else line_graders(case)
+
+
+def _context_of(case: SuiteCase) -> str | list[str] | None:
+    """A case's retrieved context; an imported line's is its ``context`` var, as promptfoo's."""
+    if case.promptfoo is None:
+        return case.case.context
+    found = case.promptfoo.vars.get("context")
+    if isinstance(found, str) or (
+        isinstance(found, list) and all(isinstance(x, str) for x in found)
+    ):
+        return found
+    return None
 
 
 def judge_asks(

@@ -49,11 +49,13 @@ from coalmine.runner.promptfoo_row import (
     evaluate_row,
 )
 from coalmine.specs.compat import PromptfooCase, PromptfooSuite
+from coalmine.specs.models import GraderSpec
 from coalmine.specs.suite import SuiteCase, SuiteMeta
 from coalmine.store.evals import Attempt
 
 __all__ = [
     "check_promptfoo_line",
+    "line_graders",
     "line_needs_judge",
     "line_test_case",
     "run_promptfoo_line",
@@ -78,17 +80,27 @@ def check_promptfoo_line(case: SuiteCase) -> str | None:
 
 def line_needs_judge(case: SuiteCase) -> bool:
     """Whether a compat line has a model-graded assertion (the project's judge grades it)."""
+    return any(spec.type in JUDGED for spec in line_graders(case))
+
+
+def line_graders(case: SuiteCase) -> list[GraderSpec]:
+    """The coalmine graders a compat line's assertions map to, in the test's order.
+
+    An assert-set's children are included; values are as written (templates not rendered):
+    that is what the judge policy and ``judge label`` know a rubric by.
+    """
     line = case.promptfoo
     if line is None:
-        return False
-    pending = [Assertion.model_validate(a) for a in line.assertions]
+        return []
+    found: list[GraderSpec] = []
+    pending = [Assertion.model_validate(a) for a in reversed(line.assertions)]
     while pending:
         assertion = pending.pop()
-        pending.extend(assertion.children or ())
+        pending.extend(reversed(assertion.children or ()))
         mapped = map_assertion(assertion)
-        if mapped.grader is not None and mapped.grader.type in JUDGED:
-            return True
-    return False
+        if mapped.grader is not None:
+            found.append(mapped.grader)
+    return found
 
 
 def suite_base_dir(meta: SuiteMeta, suite_path: Path) -> Path:
