@@ -217,3 +217,13 @@ def test_every_problem_is_reported_at_once() -> None:
         f"  {path}:14: invalid assertion at test.assert[0]: missing required 'type' property",
     ]
     assert caught.value.path == folder / "tests/bad.yaml"
+
+
+def test_custom_nunjucks_filters_are_not_loaded_and_say_so(tmp_path: Path) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text("prompts: [hi]\nproviders: [echo]\nnunjucksFilters:\n  shout: ./shout.js\n")
+    matrix = load_matrix(config)
+    assert matrix.warnings == (
+        f"{config}:3: nunjucksFilters: custom Nunjucks filters are JavaScript coalmine does not "
+        "load: a template that uses one fails to render (its row is an ERROR)",
+    )

@@ -8,9 +8,11 @@ substituted (the config's ``env`` over the environment given), ``targets`` becom
 Top-level keys fall in three groups. Applied: ``description``, ``prompts``, ``providers``
 (``targets``), ``tests``, ``scenarios``, ``defaultTest``, ``metadata``, ``env``,
 ``evaluateOptions`` / ``commandLineOptions`` (their ``repeat`` and ``filterRange``). Kept as data
-for the caller, no warning: ``tags``, ``outputPath``, ``derivedMetrics``, ``nunjucksFilters``,
-``sharing``, ``writeLatestResults``. Anything else (``redteam``, ``extensions``, ``tracing``, a
-typo) becomes a warning ``file:line: key 'x' is not supported: ignored``, never a silent drop.
+for the caller, no warning: ``tags``, ``outputPath``, ``derivedMetrics``, ``sharing``,
+``writeLatestResults``. ``nunjucksFilters`` (JavaScript) is not loaded, with a warning saying
+what that does to the templates that use them. Anything else (``redteam``, ``extensions``,
+``tracing``, a typo) becomes a warning ``file:line: key 'x' is not supported: ignored``, never a
+silent drop.
 """
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ _APPLIED = {
     "evaluateOptions",
     "commandLineOptions",
 }
-_KEPT = {"tags", "outputPath", "derivedMetrics", "nunjucksFilters", "sharing", "writeLatestResults"}
+_KEPT = {"tags", "outputPath", "derivedMetrics", "sharing", "writeLatestResults"}
+_NOT_LOADED = {
+    "nunjucksFilters": "custom Nunjucks filters are JavaScript coalmine does not load: a "
+    "template that uses one fails to render (its row is an ERROR)"
+}
 _EVALUATE_OPTIONS = {
     "cache",
     "delay",
@@ -205,7 +211,9 @@ def _check_keys(
     data: dict[str, Any], config: RawConfig, problems: Problems, *, referenced: set[str]
 ) -> None:
     for key in data:
-        if key not in _APPLIED | _KEPT | referenced:
+        if key in _NOT_LOADED:
+            problems.warn(f"{key}: {_NOT_LOADED[key]}", path=config.path, line=config.line_of(key))
+        elif key not in _APPLIED | _KEPT | referenced:
             problems.warn(
                 f"key {key!r} is not supported: ignored", path=config.path, line=config.line_of(key)
             )
