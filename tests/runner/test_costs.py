@@ -6,6 +6,9 @@ import json
 
 from coalmine.config import Price
 from coalmine.runner.costs import priced
+from coalmine.store.evals import iter_attempts
+from coalmine.store.runs import Store
+from tests.helpers.cli import run_main
 from tests.helpers.openai_server import FakeOpenAI, Reply
 from tests.helpers.project import Project
 
@@ -105,3 +108,48 @@ def test_dry_run_calls_nothing_and_estimates(project: Project, openai_server: Fa
     judge_line = next(ln for ln in lines if "(judge)" in ln)
     assert "judge-model" in judge_line and " 4 " in judge_line and "no price" in judge_line
     assert "No price for: judge-model" in proc.stdout
+
+
+def test_a_cost_the_provider_reports_wins_over_the_token_price(project: Project) -> None:
+    project.write(
+        "agent.py",
+        """\
+        def call_api(prompt, options, context):
+            return {"output": "ok " + prompt, "cost": 0.25,
+                    "tokenUsage": {"prompt": 1000, "completion": 100, "total": 1100}}
+        """,
+    )
+    project.write(
+        "plain.py",
+        """\
+        def call_api(prompt, options, context):
+            return {"output": "ok " + prompt,
+                    "tokenUsage": {"prompt": 1000, "completion": 100, "total": 1100}}
+        """,
+    )
+    python = {"provider": "python", "convention": "promptfoo"}
+    project.config(
+        {
+            "agents": {
+                "reports": {**python, "file": "agent.py"},
+                "priced": {**python, "file": "plain.py"},
+            },
+            "pricing": {},
+        }
+    )
+    graders = [{"type": "contains", "config": {"value": "ok"}}]
+    lines = [
+        {"id": "a", "prompt": "hi", "agent": "reports", "graders": graders},
+        {"id": "b", "prompt": "hi", "agent": "priced", "graders": graders},
+    ]
+    project.write("harness/evals/s.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    code, output = run_main("eval", "run", "--root", str(project.root), "--display", "none")
+    assert code == 0, output
+    store = Store.open(project.root / ".coalmine" / "coalmine.db")
+    try:
+        run_id = store.list_runs(kind="eval", limit=1)[0].id
+        costs = {a.case_id: a.cost for a in iter_attempts(store, run_id, "s")}
+    finally:
+        store.close()
+    # a: the script's own 0.25; b: no price for its tokens, so no cost
+    assert costs == {"a": 0.25, "b": None}

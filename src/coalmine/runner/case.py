@@ -36,7 +36,7 @@ from coalmine.results import (
     Verdict,
     sum_usage,
 )
-from coalmine.runner.costs import priced
+from coalmine.runner.costs import agent_usage, priced
 from coalmine.runner.gates import decide
 from coalmine.runner.limits import RateGate, backoff_delay
 from coalmine.runner.plan import PlannedCanary
@@ -448,10 +448,7 @@ def _agent_usage(
     canary: PlannedCanary, output: AgentOutput | None, pricing: Mapping[str, Price]
 ) -> Usage | None:
     """Tokens and cost of the agent's call."""
-    if output is None:
-        return None
-    configured = getattr(canary.agent.settings, "model", None)
-    return priced(output.usage, output.model or configured, pricing, configured=configured)
+    return None if output is None else agent_usage(output, canary.agent, pricing)
 
 
 def _judge_usage(

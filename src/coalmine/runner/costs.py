@@ -11,10 +11,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from coalmine.config import Price
+from coalmine.config import AgentConfig, Price
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeConfig, build_judge_prompt
-from coalmine.results import Usage
+from coalmine.results import AgentOutput, Usage
 from coalmine.runner.plan import CanaryPlan
 
 CHARS_PER_TOKEN = 4
@@ -51,6 +51,23 @@ def priced(
         completion_tokens=completion,
         cached_tokens=cached,
         cost=round(cost, 8) if cost is not None else None,
+    )
+
+
+def agent_usage(
+    output: AgentOutput, agent: AgentConfig, pricing: Mapping[str, Price]
+) -> Usage | None:
+    """The tokens and cost of one agent call.
+
+    The cost is what its provider reported (a promptfoo-convention script's ``cost``), else
+    its tokens priced by ``pricing``.
+    """
+    configured = getattr(agent.settings, "model", None)
+    usage = priced(output.usage, output.model or configured, pricing, configured=configured)
+    if output.cost is None:
+        return usage
+    return (usage or Usage(model=output.model or configured)).model_copy(
+        update={"cost": output.cost}
     )
 
 

@@ -50,7 +50,7 @@ from coalmine.runner.case import (
     rerunnable_judge,
     unstable_warnings,
 )
-from coalmine.runner.costs import priced
+from coalmine.runner.costs import agent_usage
 from coalmine.runner.evalplan import EvalPlan, PlannedSuite, require_eval_judge
 from coalmine.runner.evalsummary import write_suite_result
 from coalmine.runner.events import (
@@ -410,8 +410,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
         )  # fmt: skip
     output = called.output
     latency = None if called.cache == "hit" else round(clock.monotonic() - t0, 4)
-    configured = getattr(agent.settings, "model", None)
-    usage = priced(output.usage, output.model or configured, env.pricing, configured=configured)
+    usage = agent_usage(output, agent, env.pricing)
     inputs = _inputs(case)
     judge_for = None
     if judge is not None:

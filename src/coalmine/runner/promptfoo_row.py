@@ -48,7 +48,7 @@ from coalmine.promptfoo.scoring import (
 from coalmine.promptfoo.sources import ReadError
 from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.runner.case import Caller
-from coalmine.runner.costs import priced
+from coalmine.runner.costs import agent_usage
 from coalmine.runner.node import JsError, JsUnsupported, NodeRuntime, NodeUnavailable
 from coalmine.runner.node import transform_context as js_transform_context
 from coalmine.runner.promptfoo_assert import (
@@ -278,11 +278,7 @@ async def _call(
     output = called.output
     if agent.caller.agent.provider == "echo":
         return output.text, _usage(output.usage), 0.0
-    if output.cost is not None:  # the script said what the call cost, as promptfoo reads it
-        return output.text, _usage(output.usage), output.cost
-    configured = getattr(agent.caller.agent.settings, "model", None)
-    model = output.model or configured
-    used = priced(output.usage, model, tools.pricing, configured=configured)
+    used = agent_usage(output, agent.caller.agent, tools.pricing)
     return output.text, _usage(output.usage), used.cost if used is not None else None
 
 
