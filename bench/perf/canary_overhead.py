@@ -24,12 +24,12 @@ from pathlib import Path
 import anyio
 from benchproject import ANSWER, make_project
 
+from coalmine.canary.plan import plan_canaries
+from coalmine.canary.run import run_canaries
 from coalmine.graders.keyword import KeywordConfig, score_keywords
 from coalmine.graders.structural import StructuralConfig, score_structure
 from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.providers.command import CommandProvider, CommandSettings
-from coalmine.runner.canary import run_canaries
-from coalmine.runner.plan import plan_canaries
 
 
 def bench_runner(n: int) -> None:

@@ -26,8 +26,8 @@ from pathlib import Path
 import anyio
 import yaml
 
-from coalmine.runner.evalplan import plan_evals
-from coalmine.runner.evals import run_evals
+from coalmine.evals.plan import plan_evals
+from coalmine.evals.run import run_evals
 from coalmine.store.runs import Store
 
 HERE = Path(__file__).parent

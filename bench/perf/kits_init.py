@@ -17,9 +17,9 @@ from pathlib import Path
 
 from profile_scan import best, build  # type: ignore[import-not-found]
 
-from coalmine.profile import profile_repository
-from coalmine.runner.drift import harness_status
-from coalmine.runner.harness import apply_changes, plan_init
+from coalmine.harness.drift import harness_status
+from coalmine.harness.init import apply_changes, plan_init
+from coalmine.harness.profile import profile_repository
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from coalmine.profile import profile_repository
+from coalmine.harness.profile import profile_repository
 
 PY = "import os\nimport json\n\n\ndef f(x):\n    return json.dumps(x)\n" * 20
 PY_LLM = "import anthropic\nfrom qdrant_client import QdrantClient\n" + PY

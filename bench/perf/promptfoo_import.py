@@ -25,11 +25,11 @@ import anyio
 import yaml
 from profile_scan import best  # type: ignore[import-not-found]
 
+from coalmine.evals.plan import plan_evals
+from coalmine.evals.run import run_evals
+from coalmine.promptfoo.files import import_promptfoo
 from coalmine.promptfoo.matrix import load_matrix
-from coalmine.runner.evalplan import plan_evals
-from coalmine.runner.evals import run_evals
-from coalmine.runner.promptfoo_files import import_promptfoo
-from coalmine.runner.promptfoo_run import run_promptfoo
+from coalmine.promptfoo.run import run_promptfoo
 from coalmine.store.runs import Store
 
 

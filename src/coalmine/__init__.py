@@ -3,6 +3,9 @@
 The names below are the supported public API; everything else may change without notice.
 """
 
+from coalmine.canary.plan import CanaryPlan, plan_canaries
+from coalmine.canary.run import CanaryOutcome, run_canaries
+from coalmine.engine.events import CaseEnd, CaseStart, Hooks, RunEnd, RunStart
 from coalmine.errors import (
     AgentTimeout,
     CoalmineError,
@@ -18,9 +21,6 @@ from coalmine.errors import (
 from coalmine.graders.base import GradeContext, JudgeReply, grader
 from coalmine.providers.base import AgentRequest, CallContext, Provider, provider
 from coalmine.results import AgentOutput, CanaryRun, CaseResult, Grade
-from coalmine.runner.canary import CanaryOutcome, run_canaries
-from coalmine.runner.events import CaseEnd, CaseStart, Hooks, RunEnd, RunStart
-from coalmine.runner.plan import CanaryPlan, plan_canaries
 
 __all__ = [
     "AgentOutput",

@@ -10,8 +10,8 @@ import anyio
 from rich.console import Console
 
 from coalmine.cli.display import JsonlDisplay, PlainDisplay, RichDisplay
+from coalmine.engine.events import EvalEnd, EvalProgress, EvalStart
 from coalmine.results import EvalGate, EvalSuiteResult, EvalTokens
-from coalmine.runner.events import EvalEnd, EvalProgress, EvalStart
 
 START = EvalStart(total=10, resumed=0, suites=("smoke",), bad_lines=1, concurrency=4, judge=None)
 

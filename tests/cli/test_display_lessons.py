@@ -9,8 +9,8 @@ import anyio
 from rich.console import Console
 
 from coalmine.cli.display import JsonlDisplay, PlainDisplay, RichDisplay, make_display
+from coalmine.engine.events import LessonsRecalled
 from coalmine.results import RecalledLesson
-from coalmine.runner.events import LessonsRecalled
 
 LONG = "word " * 60
 EVENT = LessonsRecalled(

@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import coalmine.kits
-from coalmine.kits import RenderedFile, load_kit, render_kit
+import coalmine.harness.kits
+from coalmine.harness.kits import RenderedFile, load_kit, render_kit
 from tests.helpers.kit_project import context
 
-KITS = Path(coalmine.kits.__file__).parent / "builtin"
+KITS = Path(coalmine.harness.kits.__file__).parent / "builtin"
 
 SYSTEM_TOOLS = ("bash", "dirname", "mktemp", "rm", "env", "cat", "sleep")
 """What the scripts (and shims) may use besides the shims: present on any machine."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from coalmine.cli.main import main
 from coalmine.graders.base import grader_configs
-from coalmine.kits import Kit, load_kit, render_kit
+from coalmine.harness.kits import Kit, load_kit, render_kit
 from coalmine.specs.suite import load_suite
 
 CONFIG = (
@@ -25,7 +25,7 @@ CONFIG = (
 
 def kit_folder(kit_id: str) -> Path:
     """The folder of a bundled kit (found without importing, so registering, every kit)."""
-    return Path(str(files("coalmine.kits") / "builtin" / kit_id))
+    return Path(str(files("coalmine.harness.kits") / "builtin" / kit_id))
 
 
 def load_bundled(kit_id: str) -> Kit:

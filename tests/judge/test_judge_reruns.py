@@ -10,9 +10,9 @@ from collections.abc import Callable
 import anyio
 import yaml
 
+from coalmine.engine.grading import grade_with_reruns, unstable_warnings
 from coalmine.graders.base import GradeContext, JudgeReply
 from coalmine.graders.base import registry as graders
-from coalmine.runner.case import grade_with_reruns, unstable_warnings
 from tests.helpers.openai_server import FakeOpenAI, Received, Reply
 from tests.helpers.project import Project
 

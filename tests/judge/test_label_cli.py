@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 
 from coalmine.graders.judged import judge_prompt_identity
+from coalmine.judge.labelling import judge_asks
 from coalmine.judge.labels import load_labels
-from coalmine.runner.labelling import judge_asks
 from coalmine.specs.models import GraderSpec
 from tests.helpers.openai_server import FakeOpenAI, Received, Reply
 from tests.helpers.project import Project

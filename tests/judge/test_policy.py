@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coalmine.judge.policy import judge_policy
+from coalmine.engine.policy import judge_policy
 
 
 @pytest.mark.parametrize(

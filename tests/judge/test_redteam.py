@@ -22,13 +22,7 @@ import pytest
 from coalmine.errors import ConfigError, ProviderError
 from coalmine.graders.base import JudgeFn, JudgeReply
 from coalmine.graders.llm_judge import build_judge_prompt, first_json_object
-from coalmine.runner.redteam import (
-    Proportion,
-    RedTeamCase,
-    RedTeamReport,
-    load_pack,
-    run_redteam,
-)
+from coalmine.judge.redteam import Proportion, RedTeamCase, RedTeamReport, load_pack, run_redteam
 
 PACK = load_pack()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from coalmine.errors import PluginError
-from coalmine.kits import all_kits, get_kit, load_kit, register_kit_folder, render_kit
-from coalmine.kits.registry import BUILTIN_ORDER, KIT_REGISTRY
+from coalmine.harness.kits import all_kits, get_kit, load_kit, register_kit_folder, render_kit
+from coalmine.harness.kits.registry import BUILTIN_ORDER, KIT_REGISTRY
 from tests.helpers.cli import run_main
 
 

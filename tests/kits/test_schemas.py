@@ -7,8 +7,8 @@ from importlib.resources import files
 
 import jsonschema
 
-from coalmine.kits import Manifest, manifest_json_schema
-from coalmine.profile import Profile
+from coalmine.harness.kits import Manifest, manifest_json_schema
+from coalmine.harness.profile import Profile
 
 
 def shipped(name: str) -> object:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from coalmine.profile import profile_repository
-from coalmine.profile.facts import MAX_DOCS, collect_facts, route_of
+from coalmine.harness.profile import profile_repository
+from coalmine.harness.profile.facts import MAX_DOCS, collect_facts, route_of
 from tests.helpers.kit_project import EMPTY_FACTS
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coalmine.profile.scan import ALWAYS_SKIPPED, READ_LIMIT, IgnoreFile, read_text, walk
+from coalmine.harness.profile.scan import ALWAYS_SKIPPED, READ_LIMIT, IgnoreFile, read_text, walk
 
 
 @pytest.mark.parametrize(

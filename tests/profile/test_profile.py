@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from coalmine.cli.profile import render_profile
-from coalmine.kits import all_kits, applicable
-from coalmine.profile import Profile, profile_repository
-from coalmine.profile.scan import MAX_FILE_BYTES
-from coalmine.profile.signals import MAX_EVIDENCE
+from coalmine.harness.kits import all_kits, applicable
+from coalmine.harness.profile import Profile, profile_repository
+from coalmine.harness.profile.scan import MAX_FILE_BYTES
+from coalmine.harness.profile.signals import MAX_EVIDENCE
 
 Where = tuple[str, int | None]
 

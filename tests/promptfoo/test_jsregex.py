@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from coalmine.promptfoo.jsregex import javascript_pattern, python_pattern
-from coalmine.runner.node import node_available
+from coalmine.promptfoo.node import node_available
 
 CASES = [
     # (pattern, text, JavaScript's answer)

@@ -13,6 +13,8 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
+from coalmine.canary.plan import plan_canaries
+from coalmine.canary.run import run_canaries
 from coalmine.errors import ConfigError, ProviderError
 from coalmine.providers.base import (
     AgentRequest,
@@ -21,8 +23,6 @@ from coalmine.providers.base import (
     registry,
 )
 from coalmine.results import AgentOutput, ToolCall
-from coalmine.runner.canary import run_canaries
-from coalmine.runner.plan import plan_canaries
 from tests.helpers.anthropic_server import FakeAnthropic, Reply, text_block, tool_use_block
 from tests.helpers.project import Project
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from coalmine.runner.node import JsError, NodeRuntime, assertion_context, transform_context
+from coalmine.promptfoo.node import JsError, NodeRuntime, assertion_context, transform_context
 
 STACK = "\nStack Trace:"
 

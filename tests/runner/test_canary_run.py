@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 
 from coalmine._util.clock import FixedClock
+from coalmine.canary.plan import plan_canaries
+from coalmine.canary.run import run_canaries
 from coalmine.reports.markdown import render_markdown
-from coalmine.runner.canary import run_canaries
-from coalmine.runner.plan import plan_canaries
 from tests.helpers.project import Project
 
 AT = datetime(2026, 4, 13, 7, 30, tzinfo=UTC)

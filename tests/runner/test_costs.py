@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from coalmine.config import Price
-from coalmine.runner.costs import priced
+from coalmine.engine.costs import priced
 from coalmine.store.evals import iter_attempts
 from coalmine.store.runs import Store
 from tests.helpers.cli import run_main

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from coalmine.errors import ConfigError
-from coalmine.runner.evalplan import EvalPlan, plan_evals
-from coalmine.runner.evals import EvalOutcome, run_evals
+from coalmine.evals.plan import EvalPlan, plan_evals
+from coalmine.evals.run import EvalOutcome, run_evals
 from coalmine.store.runs import Store
 
 AGENT = """\

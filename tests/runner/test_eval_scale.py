@@ -16,9 +16,9 @@ import anyio
 import pytest
 import yaml
 
-from coalmine.runner.evalplan import plan_evals
-from coalmine.runner.evals import run_evals
-from coalmine.runner.events import EvalProgress, Hooks
+from coalmine.engine.events import EvalProgress, Hooks
+from coalmine.evals.plan import plan_evals
+from coalmine.evals.run import run_evals
 from coalmine.store.runs import Store
 
 N = 100_000

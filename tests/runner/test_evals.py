@@ -33,11 +33,11 @@ import yaml
 
 from coalmine._util.clock import FixedClock
 from coalmine.cli.display import PlainDisplay
+from coalmine.engine.events import EvalEnd, EvalProgress, EvalStart, Hooks
 from coalmine.errors import ConfigError, UsageError
+from coalmine.evals.plan import EvalPlan, Selection, plan_evals
+from coalmine.evals.run import EvalOutcome, run_evals
 from coalmine.results import EvalSuiteResult, eval_result_json_schema
-from coalmine.runner.evalplan import EvalPlan, Selection, plan_evals
-from coalmine.runner.evals import EvalOutcome, run_evals
-from coalmine.runner.events import EvalEnd, EvalProgress, EvalStart, Hooks
 from coalmine.store.evals import suite_summaries
 from coalmine.store.runs import Store
 from tests.helpers.openai_server import FakeOpenAI, Reply, tool_call

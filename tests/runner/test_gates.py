@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from coalmine.engine.verdict import EPSILON, composite_score, decide, exit_code
 from coalmine.graders.keyword import KeywordConfig, score_keywords
 from coalmine.results import CanaryRun, CaseResult, Grade, InvalidSpecRecord, RunTotals, Verdict
-from coalmine.runner.gates import EPSILON, composite_score, decide, exit_code
 
 THRESHOLDS = {"keyword": 0.8, "structural": 0.7, "llm-judge": 0.7}
 

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from coalmine._util.hashing import hash_text
-from coalmine.kits import BASE_DIR, MANIFEST_PATH, dump_manifest, load_manifest
-from coalmine.runner.drift import harness_status, plan_update
-from coalmine.runner.history import open_store
+from coalmine.engine.history import open_store
+from coalmine.harness.drift import harness_status, plan_update
+from coalmine.harness.kits import BASE_DIR, MANIFEST_PATH, dump_manifest, load_manifest
 from coalmine.store.memory import add_lesson, list_lessons
 from tests.helpers.cli import run_main
 from tests.runner.test_harness_init import agent_repo

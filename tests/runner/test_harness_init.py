@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from coalmine._util.hashing import hash_text
-from coalmine.kits import BASE_DIR, MANIFEST_PATH, get_kit, load_manifest
-from coalmine.runner.harness import plan_init
+from coalmine.harness.init import plan_init
+from coalmine.harness.kits import BASE_DIR, MANIFEST_PATH, get_kit, load_manifest
 from tests.helpers.cli import run_main
 
 AGENT = '''\

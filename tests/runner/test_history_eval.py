@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from coalmine.runner.history import eval_run_record, load_run
+from coalmine.engine.history import eval_run_record, load_run
 from coalmine.store.runs import Store
 from tests.helpers.cli import run_main
 

@@ -12,12 +12,12 @@ from typing import Any
 import anyio
 import pytest
 
+from coalmine.canary.plan import plan_canaries
+from coalmine.canary.run import CanaryOutcome, run_canaries
+from coalmine.engine.call import Caller
 from coalmine.errors import ConfigError
 from coalmine.graders.judged import judge_prompt_identity
 from coalmine.providers.base import build_provider
-from coalmine.runner.canary import CanaryOutcome, run_canaries
-from coalmine.runner.case import Caller
-from coalmine.runner.plan import plan_canaries
 from coalmine.store.runs import Store
 from tests.helpers.openai_server import FakeOpenAI, Reply
 from tests.helpers.project import Project

@@ -20,19 +20,19 @@ import anyio
 import pytest
 import yaml
 
+from coalmine.canary.plan import plan_canaries
+from coalmine.canary.run import run_canaries
 from coalmine.cli.display import JsonlDisplay, PlainDisplay
 from coalmine.config import load_config
+from coalmine.engine.events import Hooks
+from coalmine.evals.plan import plan_evals
+from coalmine.evals.run import EvalOutcome, run_evals
+from coalmine.judge.calibrate import calibrate
 from coalmine.judge.labels import load_labels
 from coalmine.providers.base import provider_settings
 from coalmine.reports.html import render_html
 from coalmine.reports.markdown import render_markdown
 from coalmine.results import CanaryRun
-from coalmine.runner.calibrate import calibrate
-from coalmine.runner.canary import run_canaries
-from coalmine.runner.evalplan import plan_evals
-from coalmine.runner.evals import EvalOutcome, run_evals
-from coalmine.runner.events import Hooks
-from coalmine.runner.plan import plan_canaries
 from coalmine.store.memory import Lesson, add_lesson, feedback, list_lessons, recall
 from coalmine.store.runs import Store
 

@@ -7,7 +7,7 @@ import random
 import anyio
 import pytest
 
-from coalmine.runner.limits import RateGate, backoff_delay
+from coalmine.engine.limits import RateGate, backoff_delay
 from tests.helpers.openai_server import FakeOpenAI, Reply
 from tests.helpers.project import Project
 

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from coalmine.runner.node import (
+from coalmine.promptfoo.node import (
     INSTALL_HINT,
     JsAssertionResult,
     JsError,

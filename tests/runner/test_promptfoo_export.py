@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from coalmine.runner.node import node_available
+from coalmine.promptfoo.node import node_available
 from coalmine.store.evals import iter_attempts
 from coalmine.store.runs import Store
 from tests.helpers.cli import run_main

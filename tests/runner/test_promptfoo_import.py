@@ -20,10 +20,10 @@ import pytest
 import yaml
 
 from coalmine._util.clock import FixedClock
-from coalmine.runner.evalplan import plan_evals
-from coalmine.runner.evals import run_evals
-from coalmine.runner.labelling import Asked, run_candidates
-from coalmine.runner.node import node_available
+from coalmine.evals.plan import plan_evals
+from coalmine.evals.run import run_evals
+from coalmine.judge.labelling import Asked, run_candidates
+from coalmine.promptfoo.node import node_available
 from coalmine.store.evals import iter_attempts
 from coalmine.store.runs import Store
 from tests.helpers.anthropic_server import FakeAnthropic

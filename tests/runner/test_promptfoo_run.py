@@ -26,13 +26,13 @@ import anyio
 import pytest
 
 from coalmine.promptfoo.assertion import Assertion
+from coalmine.promptfoo.checking import coerce_value
+from coalmine.promptfoo.node import NodeRuntime, node_available
+from coalmine.promptfoo.output import rows_json
+from coalmine.promptfoo.python_calls import PythonScriptError, inline_script, script_verdict
+from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowTools, evaluate_row
+from coalmine.promptfoo.run import PromptfooRun, run_promptfoo
 from coalmine.promptfoo.scoring import FailureReason
-from coalmine.runner.node import NodeRuntime, node_available
-from coalmine.runner.promptfoo_assert import coerce_value
-from coalmine.runner.promptfoo_output import rows_json
-from coalmine.runner.promptfoo_python import PythonScriptError, inline_script, script_verdict
-from coalmine.runner.promptfoo_row import PromptfooRow, RowAgent, RowTools, evaluate_row
-from coalmine.runner.promptfoo_run import PromptfooRun, run_promptfoo
 from tests.helpers.project import Project
 
 TESTS = Path(__file__).parents[1]

@@ -16,12 +16,12 @@ import anyio
 import pytest
 
 from coalmine.config import AgentConfig, CallPolicy
+from coalmine.engine.call import Caller, CallOutcome
 from coalmine.errors import ProviderError
 from coalmine.providers.anthropic import AnthropicProvider, AnthropicSettings
 from coalmine.providers.base import AgentRequest, CallContext, Provider
 from coalmine.providers.http import HttpProvider, HttpSettings
 from coalmine.providers.openai import OpenAIProvider, OpenAISettings
-from coalmine.runner.case import Caller, CallOutcome
 from tests.helpers import anthropic_server, json_service, openai_server
 
 

@@ -12,6 +12,9 @@ from typing import Any
 import anyio
 import click
 
+from coalmine.canary.estimate import DryRun, estimate
+from coalmine.canary.plan import CanaryPlan, plan_canaries, require_judge
+from coalmine.canary.run import CanaryOutcome, run_canaries
 from coalmine.cli.display import DisplayType, make_display
 from coalmine.cli.options import (
     cache_option,
@@ -25,15 +28,12 @@ from coalmine.cli.options import (
     store_option,
 )
 from coalmine.compare import compare_runs
+from coalmine.engine.events import Hooks
+from coalmine.engine.history import baseline_run, project_config, resumable_run
 from coalmine.errors import ConfigError, UsageError
 from coalmine.reports.base import write_report
 from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_comparison, render_markdown, short_id
-from coalmine.runner.canary import CanaryOutcome, run_canaries
-from coalmine.runner.costs import DryRun, estimate
-from coalmine.runner.events import Hooks
-from coalmine.runner.history import baseline_run, project_config, resumable_run
-from coalmine.runner.plan import CanaryPlan, plan_canaries, require_judge
 from coalmine.store.runs import Store
 
 

@@ -8,10 +8,10 @@ import click
 
 from coalmine.cli.options import root_option, store_option
 from coalmine.compare import compare_runs
+from coalmine.engine.history import load_run, open_store
 from coalmine.reports.base import registry as reporters
 from coalmine.reports.base import write_report
 from coalmine.reports.markdown import render_comparison
-from coalmine.runner.history import load_run, open_store
 
 
 @click.command("compare")

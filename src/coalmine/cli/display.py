@@ -25,8 +25,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from coalmine.results import format_score
-from coalmine.runner.events import (
+from coalmine.engine.events import (
     CaseEnd,
     CaseStart,
     EvalEnd,
@@ -37,6 +36,7 @@ from coalmine.runner.events import (
     RunEnd,
     RunStart,
 )
+from coalmine.results import format_score
 
 DisplayType = Literal["auto", "rich", "plain", "jsonl", "none"]
 

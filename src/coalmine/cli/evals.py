@@ -23,15 +23,15 @@ from coalmine.cli.options import (
     root_option,
     store_option,
 )
+from coalmine.engine.history import project_config, resumable_run
 from coalmine.errors import ConfigError, UsageError
+from coalmine.evals.plan import EvalPlan, Selection, plan_evals, require_eval_judge
+from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
+from coalmine.promptfoo.output import promptfoo_document, render_table, rows_json
 from coalmine.promptfoo.report import dump_promptfoo_output
+from coalmine.promptfoo.run import run_promptfoo
+from coalmine.promptfoo.stored import stored_document
 from coalmine.results import EvalSuiteResult
-from coalmine.runner.evalplan import EvalPlan, Selection, plan_evals, require_eval_judge
-from coalmine.runner.evals import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
-from coalmine.runner.history import project_config, resumable_run
-from coalmine.runner.promptfoo_output import promptfoo_document, render_table, rows_json
-from coalmine.runner.promptfoo_run import run_promptfoo
-from coalmine.runner.promptfoo_stored import stored_document
 from coalmine.store.runs import Store
 
 

@@ -1,7 +1,7 @@
 """``coalmine init``, ``coalmine kits list|status|update`` and ``coalmine gates list|run``.
 
-Planning and writing live in :mod:`coalmine.runner.harness`, :mod:`coalmine.runner.drift` and
-:mod:`coalmine.runner.kit_gates`; these commands show plans as diffs and ask before writing.
+Planning and writing live in :mod:`coalmine.harness.init`, :mod:`coalmine.harness.drift` and
+:mod:`coalmine.harness.gates`; these commands show plans as diffs and ask before writing.
 Nothing is written without ``--apply``, except at a terminal, where each file is asked for.
 """
 
@@ -15,17 +15,11 @@ from pathlib import Path
 import click
 
 from coalmine.cli.options import root_option, store_option
-from coalmine.kits import all_kits
-from coalmine.runner.drift import HarnessStatus, harness_status, plan_update
-from coalmine.runner.harness import FileChange, InitPlan, apply_changes, plan_init
-from coalmine.runner.history import open_store
-from coalmine.runner.kit_gates import (
-    GateOutcome,
-    GateToRun,
-    gates_exit_code,
-    plan_gates,
-    run_gates,
-)
+from coalmine.engine.history import open_store
+from coalmine.harness.drift import HarnessStatus, harness_status, plan_update
+from coalmine.harness.gates import GateOutcome, GateToRun, gates_exit_code, plan_gates, run_gates
+from coalmine.harness.init import FileChange, InitPlan, apply_changes, plan_init
+from coalmine.harness.kits import all_kits
 from coalmine.store.memory import mark_stale
 
 kit_option = click.option(

@@ -13,16 +13,16 @@ import anyio
 import click
 
 from coalmine.cli.options import root_option, store_option
+from coalmine.engine.grading import judge_fn_for
+from coalmine.engine.history import project_config
+from coalmine.engine.wiring import Wiring, secret_values
 from coalmine.errors import ConfigError, UsageError
+from coalmine.judge.calibrate import calibrate
+from coalmine.judge.labelling import Asked, Draft, LabelFile, plan_labelling, run_candidates
 from coalmine.judge.labels import Verdict, load_labels
+from coalmine.judge.redteam import RedTeamReport, load_pack, run_redteam
 from coalmine.providers.base import CallContext
 from coalmine.reports.calibration import render_calibrations_html
-from coalmine.runner.calibrate import calibrate
-from coalmine.runner.case import judge_fn_for
-from coalmine.runner.history import project_config
-from coalmine.runner.labelling import Asked, Draft, LabelFile, plan_labelling, run_candidates
-from coalmine.runner.redteam import RedTeamReport, load_pack, run_redteam
-from coalmine.runner.wiring import Wiring, secret_values
 from coalmine.store.runs import Store
 
 

@@ -12,7 +12,7 @@ from typing import cast
 import click
 
 from coalmine.cli.options import root_option, store_option
-from coalmine.runner.history import open_store
+from coalmine.engine.history import open_store
 from coalmine.store.memory import (
     KINDS,
     VERDICTS,

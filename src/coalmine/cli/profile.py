@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from coalmine.profile import Profile, profile_repository
+from coalmine.harness.profile import Profile, profile_repository
 
 
 @click.command("profile")

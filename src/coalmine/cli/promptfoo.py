@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from coalmine.promptfoo.config import CONFIG_FILE
-from coalmine.runner.promptfoo_files import export_promptfoo, import_promptfoo
+from coalmine.promptfoo.files import export_promptfoo, import_promptfoo
 
 
 @click.group("import")

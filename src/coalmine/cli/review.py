@@ -11,11 +11,11 @@ import anyio
 import click
 
 from coalmine.cli.options import root_option, store_option
+from coalmine.engine.history import project_config
 from coalmine.errors import ConfigError
 from coalmine.review.layout import REVIEW_DIR, load_review_evals
+from coalmine.review.run import render_highlights, render_table, run_review
 from coalmine.review.staging import stage_all
-from coalmine.runner.history import project_config
-from coalmine.runner.review import render_highlights, render_table, run_review
 from coalmine.store.runs import Store
 
 NOTES_DIR = REVIEW_DIR / "sessions"

@@ -9,10 +9,10 @@ import click
 
 from coalmine.cli.evals import render_suites
 from coalmine.cli.options import root_option, store_option
+from coalmine.engine.history import open_store, read_result_file
 from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_markdown
 from coalmine.results import format_score
-from coalmine.runner.history import open_store, read_result_file
 from coalmine.store.evals import attempt_records, suite_results
 
 

@@ -1,7 +1,7 @@
 """promptfoo compatibility (issue 9): read a promptfoo config, score as promptfoo scores.
 
 Pure code, no network and no subprocess (the runner calls agents, and Node.js for JavaScript:
-:mod:`coalmine.runner.node`). What is here, each checked against promptfoo 0.121.20's own
+:mod:`coalmine.promptfoo.node`). What is here, each checked against promptfoo 0.121.20's own
 output:
 
 - reading a config into a test matrix (:mod:`~coalmine.promptfoo.config` and the modules it
@@ -20,9 +20,9 @@ output:
 How imported suites run: ``coalmine import promptfoo`` writes one suite per column (a prompt
 run by a provider) under ``harness/evals/``, whose ``<suite>.yaml`` says ``compat: promptfoo``
 (:mod:`coalmine.specs.compat`) and whose lines keep each test's promptfoo fields. The eval
-engine hands such a line to :mod:`coalmine.runner.promptfoo_suite`, which evaluates it with the
-same :func:`coalmine.runner.promptfoo_row.evaluate_row` as ``eval run --promptfoo`` and stores
+engine hands such a line to :mod:`coalmine.promptfoo.suite`, which evaluates it with the
+same :func:`coalmine.promptfoo.row.evaluate_row` as ``eval run --promptfoo`` and stores
 promptfoo's verdict as an attempt; so the store, resume, comparisons and the judge policy work
 as for any suite, and ``--format promptfoo`` rebuilds promptfoo's document from the stored rows
-(:mod:`coalmine.runner.promptfoo_stored`).
+(:mod:`coalmine.promptfoo.stored`).
 """

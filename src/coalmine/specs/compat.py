@@ -7,7 +7,7 @@ and the provider (:class:`PromptfooSuite`). Each line is one promptfoo test as p
 it once prepared (``defaultTest`` merged, one combination of its vars): :class:`PromptfooCase`,
 with promptfoo's own key names (``assert``, ``providerOutput``, ``testIdx``) so a promptfoo user
 reads it as what they wrote. The runner renders the prompt with Nunjucks and grades and scores
-each line by promptfoo's rules (:mod:`coalmine.runner.promptfoo_suite`).
+each line by promptfoo's rules (:mod:`coalmine.promptfoo.suite`).
 
 The models here check the shape only; what an assertion means is promptfoo's (the runner
 validates each one when it plans the run, so a broken one is a bad line at its file and line).

@@ -1,0 +1,167 @@
+"""Call an agent as every run does: its limits, retries and timeout, the cache, the cassettes.
+
+:class:`Caller` is one agent's door; its answer comes back as a :class:`CallOutcome`, with how
+it was obtained (cache hit or miss) and the attempts that failed before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+
+from coalmine._util.hashing import canonical_json, hash_text
+from coalmine.config import AgentConfig
+from coalmine.engine.limits import RateGate, backoff_delay
+from coalmine.errors import AgentTimeout, ProviderError
+from coalmine.providers.base import AgentRequest, Provider, redact, redact_model
+from coalmine.providers.replay import Cassette
+from coalmine.results import (
+    AgentOutput,
+)
+from coalmine.store.cache import CacheKey, ResponseCache
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """An answer, how it was obtained, and what failed on the way."""
+
+    output: AgentOutput
+    cache: str | None = None
+    """``hit``, ``miss: why``, or ``None`` with the cache off."""
+    attempts: int = 1
+    failures: tuple[str, ...] = ()
+    """``kind: message`` of each failed attempt before the one that answered."""
+
+
+@dataclass
+class Caller:
+    """Calls one agent: cache, rate gate, concurrency limit, timeout and retries.
+
+    One caller serves every case of its agent (and the judge, when the judge is that agent),
+    so the limits hold across the whole run.
+    """
+
+    provider: Provider
+    agent: AgentConfig
+    cache: ResponseCache | None = None
+    secrets: tuple[str, ...] = ()
+    """Never written to the cache: an answer that quotes one is cached scrubbed."""
+    retries: int = 0
+    gate: RateGate = field(default_factory=lambda: RateGate(None))
+    limiter: anyio.CapacityLimiter | None = None
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    recorder: Cassette | None = None
+    """With ``--record``: every answer the agent really gave is written here."""
+
+    @classmethod
+    def for_agent(
+        cls,
+        provider: Provider,
+        agent: AgentConfig,
+        *,
+        cache: ResponseCache | None,
+        secrets: tuple[str, ...],
+        retries: int,
+        recorder: Cassette | None = None,
+    ) -> Caller:
+        """A caller with the agent's own limits (``max_concurrency``, ``requests_per_minute``)."""
+        policy = agent.policy
+        limiter = anyio.CapacityLimiter(policy.max_concurrency) if policy.max_concurrency else None
+        gate = RateGate(policy.requests_per_minute, tokens_per_minute=policy.tokens_per_minute)
+        return cls(provider, agent, cache, secrets, retries, gate, limiter, recorder=recorder)
+
+    async def call(self, request: AgentRequest, timeout: float, *, repeat: int = 0) -> CallOutcome:
+        """Answer from the cache, or call the agent, retrying what a retry may fix.
+
+        ``repeat`` numbers the runs of one prompt (an eval's ``--repeats``): each has its own
+        cache entry, so a cached run of five repeats answers with five answers, not one.
+        """
+        key = self._key(request, repeat)
+        miss = "the provider is not cacheable"
+        if key is not None and self.cache is not None:
+            found = self.cache.get(key)
+            if found.output is not None:
+                return CallOutcome(found.output, "hit")
+            miss = found.reason
+        failures: list[str] = []
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                output = await self._attempt(request, timeout, attempt)
+                break
+            except ProviderError as exc:
+                exc.attempt = attempt
+                exc.failures = tuple(failures)
+                if not exc.retryable or attempt > self.retries:
+                    raise
+                failures.append(f"{exc.kind}: {exc.reason}")
+                policy = self.agent.policy
+                delay = backoff_delay(
+                    attempt,
+                    base=policy.backoff_seconds,
+                    cap=policy.max_backoff_seconds,
+                    retry_after=exc.retry_after,
+                )
+                if exc.kind == "rate_limited":
+                    self.gate.pause(delay)  # every caller of this agent eases off
+                await self.sleep(delay)
+        status = None
+        scrubbed = redact_model(output, list(self.secrets))  # text and tool-call arguments
+        if self.cache is not None:
+            if key is not None:
+                self.cache.put(key, scrubbed)
+            status = f"miss: {miss}"
+        if self.recorder is not None:
+            identity = self.identity()
+            # keyed on the scrubbed prompt: a judge prompt quoting a scrubbed answer is what a
+            # replay will send, since it replays the scrubbed answer
+            prompt = redact(request.prompt, list(self.secrets))
+            self.recorder.record(
+                agent=self.agent.name, prompt=prompt, identity=identity, output=scrubbed
+            )
+        return CallOutcome(output, status, attempt, tuple(failures))
+
+    async def _attempt(self, request: AgentRequest, timeout: float, attempt: int) -> AgentOutput:
+        request = replace(request, context=replace(request.context, attempt=attempt))
+        if self.limiter is None:
+            await self.gate.wait()
+            return await self._timed(request, timeout)
+        async with self.limiter:
+            await self.gate.wait()
+            return await self._timed(request, timeout)
+
+    async def _timed(self, request: AgentRequest, timeout: float) -> AgentOutput:
+        try:
+            with anyio.fail_after(timeout):
+                output = await self.provider.call(request)
+            usage = output.usage or {}
+            self.gate.used(usage.get("total_tokens") or sum(
+                usage.get(k, 0) for k in ("prompt_tokens", "completion_tokens")
+            ))  # fmt: skip
+            return output
+        except TimeoutError:
+            raise AgentTimeout(
+                agent=self.agent.name, provider=self.agent.provider, timeout=timeout
+            ) from None
+
+    def identity(self) -> dict[str, Any]:
+        """What shapes this provider's answers (its cache identity, or its names)."""
+        declared = getattr(self.provider, "cache_identity", None)
+        if declared is not None:
+            identity: dict[str, Any] = declared()
+            return identity
+        return {"provider": self.agent.provider, "agent": self.agent.name}
+
+    def identity_key(self) -> str:
+        """A stable hash of ``identity()`` (how calibration records name a judge)."""
+        return hash_text(canonical_json(self.identity()))
+
+    def _key(self, request: AgentRequest, repeat: int) -> CacheKey | None:
+        identity = getattr(self.provider, "cache_identity", None)
+        if self.cache is None or identity is None:
+            return None
+        return CacheKey(identity(), request.prompt, repeat=repeat)

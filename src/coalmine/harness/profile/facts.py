@@ -1,0 +1,224 @@
+"""Facts for the kit templates: what a kit needs to know of a repository beyond its signals.
+
+Derived from the profile's evidence and a few small reads (``go.mod``, ``package.json``,
+``flake.nix``/``shell.nix``, MCP configs, the first lines of text documents), read-only like
+the profile itself. Every key of :class:`Facts` is always present, empty when unknown, so a
+template never needs to ask whether one exists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path, PurePosixPath
+from typing import TypedDict
+
+from coalmine.harness.profile.scan import read_text, walk
+from coalmine.harness.profile.signals import Signal
+
+__all__ = ["DOC_FOLDERS", "MAX_DOCS", "Doc", "Facts", "NixFacts", "collect_facts", "route_of"]
+
+MAX_DOCS = 12
+EXCERPT_CHARS = 400
+DOC_FOLDERS = ("docs", "doc", "knowledge", "corpus", "data", "content")
+"""Top-level folders whose text documents become the retrieval suites' corpus, in this order."""
+DOC_SUFFIXES = (".md", ".mdx", ".txt", ".rst")
+PACKAGE_MANAGERS = ("pnpm", "yarn", "bun", "npm")
+
+
+class Doc(TypedDict):
+    """A text document of the corpus: its path, title and opening text."""
+
+    id: str
+    title: str
+    excerpt: str
+    """Up to :data:`EXCERPT_CHARS` of its text after the title, whitespace collapsed."""
+
+
+class NixFacts(TypedDict):
+    """The Nix files present, and the tools the dev shell lists."""
+
+    flake: bool
+    shell_nix: bool
+    envrc: bool
+    tools: list[str]
+
+
+class Facts(TypedDict):
+    """What the templates see as ``facts`` (a TypedDict: it is handed to Jinja2 as is)."""
+
+    routes: list[str]
+    docs: list[Doc]
+    go_module: str | None
+    go_mains: list[str]
+    nix: NixFacts
+    charm: list[str]
+    mcp_servers: list[str]
+    agent_files: list[str]
+    node_package_manager: str | None
+    dev_command: str | None
+
+
+def collect_facts(root: Path, signals: list[Signal]) -> Facts:
+    """The facts of the repository at ``root`` whose profile found ``signals``."""
+    paths = {s.kind: [e.path for e in s.evidence] for s in signals}
+    manager = next((m for m in PACKAGE_MANAGERS if f"package-manager:{m}" in paths), None)
+    if manager is None and "web-ui:framework" in paths:
+        manager = "npm"
+    go_mod = _text(root / "go.mod")
+    return Facts(
+        routes=sorted({r for p in paths.get("web-ui:routes", []) if (r := route_of(p))}),
+        docs=_docs(root),
+        go_module=_first(r"(?m)^module\s+(\S+)", go_mod),
+        go_mains=_go_mains(root),
+        nix=_nix(root),
+        charm=sorted(
+            {_charm_name(m) for m in re.findall(r"github\.com/charmbracelet/([\w./-]+)", go_mod)}
+        ),
+        mcp_servers=_mcp_servers(root, paths.get("agent-runtime:mcp", [])),
+        agent_files=paths.get("agent-runtime:agent-definitions", []),
+        node_package_manager=manager,
+        dev_command=_dev_command(root, manager),
+    )
+
+
+def route_of(path: str) -> str | None:
+    """The URL path a route file serves (``app/(shop)/cart/page.tsx`` → ``/cart``).
+
+    ``None`` for dynamic routes (``[id]``, ``[...slug]``), which need a value to visit, and for
+    files that are not routes.
+    """
+    parts = list(PurePosixPath(path).parts)
+    for marker in ("app", "pages", "routes"):
+        if marker in parts:
+            segments = parts[len(parts) - parts[::-1].index(marker) :]
+            break
+    else:
+        return None
+    name = segments.pop() if segments else ""
+    stem = name.split(".")[0]
+    if marker == "pages" and stem != "index":
+        segments.append(stem)
+    if any(s.startswith("[") for s in segments):
+        return None
+    kept = [s for s in segments if not (s.startswith("(") and s.endswith(")"))]
+    return "/" + "/".join(kept)
+
+
+def _text(path: Path) -> str:
+    return (read_text(str(path)) or "") if path.is_file() else ""
+
+
+def _first(pattern: str, text: str) -> str | None:
+    found = re.search(pattern, text)
+    return found[1] if found else None
+
+
+def _docs(root: Path) -> list[Doc]:
+    found: list[Doc] = []
+    for folder in DOC_FOLDERS:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for rel, path in sorted(walk(base)):
+            if rel.endswith(DOC_SUFFIXES) and len(found) < MAX_DOCS:
+                found.append(_doc(f"{folder}/{rel}", path))
+    if not found:
+        readme = next((p for p in sorted(root.glob("README*")) if p.is_file()), None)
+        if readme is not None:
+            found.append(_doc(readme.name, str(readme)))
+    return found
+
+
+def _doc(doc_id: str, path: str) -> Doc:
+    """A document's title (its first markdown heading, else its file stem) and excerpt."""
+    lines = (read_text(path) or "").splitlines()[:200]
+    title, body = PurePosixPath(path).stem.replace("-", " ").replace("_", " "), 0
+    for i, line in enumerate(lines[:40]):
+        heading = re.match(r"#{1,6}\s+(.+?)\s*#*\s*$", line)
+        if heading:
+            title, body = heading[1], i + 1
+            break
+        if i + 1 < len(lines) and line.strip() and re.fullmatch(r"(=+|-+)\s*", lines[i + 1]):
+            title, body = line.strip(), i + 2
+            break
+    text = " ".join(" ".join(lines[body:]).split())
+    excerpt = text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
+    return Doc(id=doc_id, title=title, excerpt=excerpt)
+
+
+def _go_mains(root: Path) -> list[str]:
+    """Package folders (``.`` and ``./cmd/*``) with a Go file declaring ``package main``."""
+    mains = []
+    for folder in [root, *sorted(p for p in (root / "cmd").glob("*") if p.is_dir())]:
+        for source in sorted(folder.glob("*.go")):
+            if re.search(r"(?m)^package\s+main\b", _text(source)):
+                rel = folder.relative_to(root).as_posix()
+                mains.append("." if rel == "." else f"./{rel}")
+                break
+    return mains
+
+
+_NIX_LIST = re.compile(
+    r"\b(?:packages|buildInputs|nativeBuildInputs)\s*=\s*(?:with\s+pkgs\s*;\s*)?\[([^\]]*)\]"
+)
+_NIX_TOOL_NAMES = {"nodejs": "node", "python3": "python3", "python": "python3", "rustc": "rustc"}
+
+
+def _nix(root: Path) -> NixFacts:
+    tools: list[str] = []
+    for name in ("flake.nix", "shell.nix"):
+        for listing in _NIX_LIST.findall(_text(root / name)):
+            for token in re.findall(r"[A-Za-z][\w.-]*", re.sub(r"#.*", "", listing)):
+                tool = _nix_tool(token)
+                if tool and tool not in tools:
+                    tools.append(tool)
+    envrc = _text(root / ".envrc")
+    return NixFacts(
+        flake=(root / "flake.nix").is_file(),
+        shell_nix=(root / "shell.nix").is_file(),
+        envrc=bool(re.search(r"(?m)^\s*use\s+(?:flake|nix)\b", envrc)),
+        tools=tools,
+    )
+
+
+def _nix_tool(token: str) -> str | None:
+    """The command a nixpkgs attribute gives (``pkgs.go_1_22`` → ``go``, ``nodejs_20`` → node)."""
+    name = token.removeprefix("pkgs.").split(".")[-1]
+    if name in ("with", "pkgs", "inherit"):
+        return None
+    name = re.sub(r"[_-]\d[\w.]*$", "", name)
+    return _NIX_TOOL_NAMES.get(name, name)
+
+
+def _charm_name(module: str) -> str:
+    """``x/vcr`` → ``vcr``, ``bubbletea/v2`` → ``bubbletea``."""
+    parts = [p for p in module.split("/") if not re.fullmatch(r"v\d+", p)]
+    return parts[-1] if parts[0] == "x" else parts[0]
+
+
+def _mcp_servers(root: Path, evidence: list[str]) -> list[str]:
+    names: list[str] = []
+    for rel in evidence:
+        if not rel.endswith(".json"):
+            continue
+        try:
+            data = json.loads(_text(root / rel) or "null")
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            servers = data.get("mcpServers", data.get("servers"))
+            if isinstance(servers, dict):
+                names += [n for n in servers if isinstance(n, str) and n not in names]
+    return names
+
+
+def _dev_command(root: Path, manager: str | None) -> str | None:
+    try:
+        scripts = json.loads(_text(root / "package.json") or "{}").get("scripts", {})
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    if not isinstance(scripts, dict) or manager is None:
+        return None
+    script = next((s for s in ("dev", "start") if s in scripts), None)
+    return None if script is None else f"{manager} run {script}"

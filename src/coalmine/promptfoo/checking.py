@@ -1,0 +1,474 @@
+"""Grade one row's promptfoo assertions, as promptfoo 0.121.20's ``runAssertion`` grades them.
+
+Each assertion goes through the same steps as in promptfoo: its own ``transform`` (JavaScript,
+on the output), its ``value`` rendered with the row's vars (a ``file://`` value loaded, or run
+for a Python file), then its grader. Which grader is :mod:`coalmine.promptfoo.assertions`'
+mapping: a coalmine grader from the registry (the rendered value in its config, validated by
+the grader's config model), Node.js for ``javascript``, a Python process for ``python``, the
+project's judge for the judge graders. An ``assert-set`` grades its children the same way.
+
+What promptfoo makes a row ERROR (``RowError`` here) and what it merely fails:
+
+- ERROR: the transform throws; the value fails to render or to load; the type is unknown
+  (``Unknown assertion type: …``) or one coalmine cannot grade (said so, with the reason);
+  the grader's config is invalid (promptfoo's handlers throw on a missing or wrong value:
+  ``regex`` without a value, ``contains`` of an empty string, ``latency`` without a threshold
+  …); the grader cannot grade (a skipped ``latency``/``cost``, a judge that fails); a judge
+  grader with no judge configured in coalmine.yaml (promptfoo would call its default grading
+  provider; coalmine calls nothing it was not given); JavaScript that throws from a file or
+  Node.js missing (said so, with the install hint).
+- FAIL: a ``regex`` that does not compile (``Invalid regex pattern: …``; the JavaScript pattern
+  is read with JavaScript's meaning, :mod:`coalmine.promptfoo.jsregex`),
+  a ``python`` assertion whose script raises or answers nonsense, inline JavaScript that throws.
+
+Values are coerced as promptfoo's handlers coerce them: a number for ``contains``/``equals``
+is its JavaScript text, list items of the ``contains-any`` family too, a YAML/JSON string for
+``is-json``/``contains-json`` is parsed as the schema, a numeric string for ``word-count`` is
+the number; ``equals`` without a value compares with ``undefined``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+from pydantic import ValidationError
+
+from coalmine.errors import GradeError
+from coalmine.graders.base import GradeContext, JudgeFn
+from coalmine.graders.base import registry as graders
+from coalmine.promptfoo.assertion import Assertion
+from coalmine.promptfoo.assertions import UNSUPPORTED, MappedAssertion, map_assertion
+from coalmine.promptfoo.filerefs import load_file_ref
+from coalmine.promptfoo.jsregex import python_pattern
+from coalmine.promptfoo.node import (
+    JsError,
+    JsUnsupported,
+    NodeRuntime,
+    NodeUnavailable,
+    assertion_context,
+    transform_context,
+)
+from coalmine.promptfoo.nunjucks import (
+    TemplateError,
+    js_json_stringify,
+    js_string,
+    render_assertion_value,
+    to_js,
+)
+from coalmine.promptfoo.python_calls import (
+    DEFAULT_FUNCTION,
+    PythonScriptError,
+    run_inline,
+    run_python,
+    script_verdict,
+)
+from coalmine.promptfoo.scoring import AssertionOutcome, AssertSetOutcome
+from coalmine.promptfoo.sources import ReadError, is_code_file, split_file_url
+
+__all__ = ["AssertionScope", "RowError", "grade_assertions", "output_text", "unsupported_js"]
+
+PASSED = "Assertion passed"
+CONCURRENCY = 3
+"""Assertions of one row graded at once (promptfoo's default)."""
+NO_JUDGE = (
+    "needs a judge, and coalmine.yaml configures none (promptfoo would call its default "
+    "grading provider): add 'judge:' to coalmine.yaml"
+)
+PROMPTFOO_TYPES = frozenset(
+    {"agent-rubric", "answer-relevance", "bleu", "classifier", "contains", "contains-all",
+     "contains-any", "contains-html", "contains-json", "contains-sql", "contains-xml",
+     "context-faithfulness", "context-recall", "context-relevance", "conversation-relevance",
+     "cost", "equals", "factuality", "finish-reason", "g-eval", "gleu", "guardrails", "icontains",
+     "icontains-all", "icontains-any", "is-html", "is-json", "is-refusal", "is-sql",
+     "is-valid-function-call", "is-valid-openai-function-call", "is-valid-openai-tools-call",
+     "is-xml", "javascript", "latency", "levenshtein", "llm-rubric", "meteor",
+     "model-graded-closedqa", "model-graded-factuality", "moderation", "perplexity",
+     "perplexity-score", "pi", "python", "regex", "ruby", "rouge-n", "search-rubric",
+     "skill-used", "similar", "similar:cosine", "similar:dot", "similar:euclidean", "starts-with",
+     "tool-call-f1", "trajectory:goal-success", "trajectory:tool-args-match",
+     "trajectory:step-count", "trajectory:tool-sequence", "trajectory:tool-used",
+     "trace-error-spans", "trace-span-count", "trace-span-duration", "webhook", "word-count",
+     "select-best", "max-score"}
+)  # fmt: skip
+"""Every type promptfoo 0.121.20 grades: another is ``Unknown assertion type``."""
+_CONTAINS = frozenset({"contains", "icontains"})
+_CONTAINS_LIST = frozenset({"contains-any", "contains-all", "icontains-any", "icontains-all"})
+
+
+class RowError(Exception):
+    """Something promptfoo throws while it runs a row: the row is an ERROR with this message."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssertionScope:
+    """Everything one row's assertions are graded with."""
+
+    output: Any
+    """The output after the provider's and the test's transforms."""
+    prompt: str
+    """The rendered prompt."""
+    variables: Mapping[str, Any]
+    """The vars as promptfoo passes them to assertions (after rendering the prompt)."""
+    test: Mapping[str, Any]
+    """The test case as promptfoo holds it (the ``context.test`` of JavaScript)."""
+    provider: Mapping[str, Any]
+    """``{"id", "label", "config"}`` of the row's provider."""
+    provider_response: Mapping[str, Any]
+    latency_ms: int
+    cost: float | None
+    base_dir: Path
+    env: Mapping[str, str]
+    node: NodeRuntime
+    judge: JudgeFn | None = None
+    case_id: str = ""
+
+
+def output_text(output: Any) -> str:
+    """The output as promptfoo's graders read it: a string as is, else ``JSON.stringify``."""
+    if isinstance(output, str):
+        return output
+    return js_json_stringify(to_js(output)) or ""
+
+
+def unsupported_js(exc: JsError, what: str) -> str:
+    """The row error for JavaScript coalmine cannot run (no Node.js, a TypeScript file …)."""
+    if isinstance(exc, NodeUnavailable):
+        return f"unsupported: {what} needs Node.js: {exc.hint}"
+    return f"unsupported: {what}: {exc.message or exc}"
+
+
+async def grade_assertions(
+    assertions: tuple[Assertion, ...], scope: AssertionScope
+) -> list[AssertionOutcome | AssertSetOutcome]:
+    """Grade each assertion (an ``assert-set`` as its children), in the test's order.
+
+    Up to :data:`CONCURRENCY` assertions run at once, as in promptfoo (whose
+    ``PROMPTFOO_ASSERTIONS_MAX_CONCURRENCY`` is 3); a script assertion waits on its process.
+
+    Raises:
+        RowError: where promptfoo throws (the row is an ERROR); the first assertion's, in the
+            test's order, when several throw.
+    """
+    flat: list[Assertion] = []
+    for assertion in assertions:
+        if assertion.type != "assert-set":
+            flat.append(assertion)
+        elif assertion.children is None:
+            raise RowError("TypeError: an assert-set needs 'assert:', a list of assertions")
+        else:
+            flat.extend(assertion.children)
+    graded: list[AssertionOutcome | RowError | None] = [None] * len(flat)
+    limiter = anyio.CapacityLimiter(CONCURRENCY)
+
+    async def one(index: int) -> None:
+        async with limiter:
+            try:
+                graded[index] = await grade_one(flat[index], scope)
+            except RowError as exc:
+                graded[index] = exc
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(flat)):
+            group.start_soon(one, index)
+    done: list[AssertionOutcome] = []
+    for item in graded:
+        if isinstance(item, RowError):
+            raise item
+        assert item is not None
+        done.append(item)
+    taken = iter(done)
+    outcomes: list[AssertionOutcome | AssertSetOutcome] = []
+    for assertion in assertions:
+        if assertion.type == "assert-set":
+            children = tuple(next(taken) for _ in assertion.children or ())
+            outcomes.append(AssertSetOutcome(assertion, children))
+        else:
+            outcomes.append(next(taken))
+    return outcomes
+
+
+async def grade_one(assertion: Assertion, scope: AssertionScope) -> AssertionOutcome:
+    """Grade one assertion (never an ``assert-set``: inside a set, that is an unknown type)."""
+    mapped = map_assertion(assertion)
+    if mapped.runtime in ("unsupported", "assert-set"):
+        raise RowError(_unsupported(assertion, mapped))
+    output = scope.output
+    if assertion.transform:
+        output = await _transform(assertion.transform, output, scope)
+    value, from_script = await _value(assertion, output, scope)
+    if isinstance(value, _Failed):
+        return AssertionOutcome(assertion, False, 0.0, value.reason, early=True)
+    if mapped.runtime == "javascript":
+        return await _javascript(assertion, value, output, scope)
+    if mapped.runtime == "python":
+        return await _python(assertion, value, output, scope, from_script=from_script)
+    return await _grader(mapped, value, output, scope)
+
+
+def _unsupported(assertion: Assertion, mapped: MappedAssertion) -> str:
+    base = assertion.base_type
+    if base not in PROMPTFOO_TYPES:
+        return f"Error: Unknown assertion type: {assertion.type}"
+    reason = UNSUPPORTED.get(base) or (mapped.problem or "not supported").split(": ", 1)[-1]
+    return f"unsupported: coalmine cannot grade promptfoo's {assertion.type!r} assertion ({reason})"
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A value that failed to load from a script: promptfoo fails the assertion with this."""
+
+    reason: str
+
+
+async def _transform(code: Any, output: Any, scope: AssertionScope) -> Any:
+    if not isinstance(code, str):
+        raise RowError(f"an assertion's transform must be JavaScript text, not {code!r}")
+    metadata = scope.provider_response.get("metadata")
+    context = transform_context(
+        variables=scope.variables,
+        prompt={"label": scope.prompt},
+        metadata=metadata if isinstance(metadata, Mapping) else None,
+    )
+    try:
+        return await scope.node.transform(
+            code, output=output, context=context, base_dir=scope.base_dir
+        )
+    except (NodeUnavailable, JsUnsupported) as exc:
+        raise RowError(unsupported_js(exc, "an assertion's transform")) from None
+    except JsError as exc:
+        raise RowError(str(exc)) from None
+
+
+async def _value(assertion: Assertion, output: Any, scope: AssertionScope) -> tuple[Any, bool]:
+    """The value as the grader sees it, and whether a Python script gave it."""
+    value = assertion.value
+    if isinstance(value, str) and value.startswith("file://"):
+        path, function = split_file_url(value)
+        if path.endswith(".py"):
+            if assertion.base_type == "python" and function is None:
+                function = DEFAULT_FUNCTION
+            args = [output, _context(assertion, scope)]
+            try:
+                result = await run_python(
+                    scope.base_dir / path, function or DEFAULT_FUNCTION, args, cwd=scope.base_dir
+                )
+            except PythonScriptError as exc:
+                return _Failed(f"Error running Python script: {exc}"), True
+            if assertion.base_type != "python":
+                _check_script_value(assertion, result)
+            return result, True
+        if is_code_file(path) or path.endswith(".rb"):
+            if assertion.base_type == "javascript" and not path.endswith(".rb"):
+                return value, False  # Node.js loads it
+            kind = "Ruby" if path.endswith(".rb") else "JavaScript"
+            raise RowError(
+                f"unsupported: a {kind} file as the value of a {assertion.type!r} assertion"
+            )
+        try:
+            return load_file_ref(value, base_dir=scope.base_dir), False
+        except ReadError as exc:
+            raise RowError(exc.message) from None
+    if isinstance(value, str) and value.startswith("package:"):
+        raise RowError(f"unsupported: a package value ({value}) runs code from a node package")
+    if not _templated(value):
+        return value, False  # Nunjucks prints a text without a tag as it is
+    try:
+        rendered = render_assertion_value(value, scope.variables, env=scope.env)
+        if isinstance(rendered, list):
+            rendered = [load_file_ref(v, base_dir=scope.base_dir) for v in rendered]
+    except TemplateError as exc:
+        raise RowError(str(exc)) from None
+    except ReadError as exc:
+        raise RowError(exc.message) from None
+    return rendered, False
+
+
+def _templated(value: Any) -> bool:
+    """Whether rendering could change ``value`` (a string, or a list's, holding a ``{``)."""
+    if isinstance(value, str):
+        return "{" in value
+    if isinstance(value, list):
+        return any(isinstance(v, str) and ("{" in v or v.startswith("file://")) for v in value)
+    return False
+
+
+def _check_script_value(assertion: Assertion, value: Any) -> None:
+    """Reject what promptfoo rejects as a script's value for a type that is not a script."""
+    what = None
+    if isinstance(value, bool):
+        what = "a boolean"
+    elif isinstance(value, dict) and "pass" in value:
+        what = "a GradingResult"
+    if what is not None:
+        raise RowError(
+            f'Script for "{assertion.type}" assertion returned {what}. Only '
+            "javascript/python/ruby assertion types can return it; return the expected value"
+        )
+
+
+def _context(assertion: Assertion, scope: AssertionScope) -> dict[str, Any]:
+    return assertion_context(
+        prompt=scope.prompt,
+        variables=scope.variables,
+        test=scope.test,
+        provider=scope.provider,
+        provider_response=scope.provider_response,
+        config=assertion.config if "config" in assertion.model_fields_set else None,
+    )
+
+
+async def _javascript(
+    assertion: Assertion, code: Any, output: Any, scope: AssertionScope
+) -> AssertionOutcome:
+    try:
+        result = await scope.node.evaluate_assertion(
+            code,
+            output=output,
+            context=_context(assertion, scope),
+            base_dir=scope.base_dir,
+            inverse=assertion.negated,
+            threshold=assertion.threshold,
+        )
+    except (NodeUnavailable, JsUnsupported) as exc:
+        raise RowError(unsupported_js(exc, f"the {assertion.type!r} assertion")) from None
+    except JsError as exc:
+        raise RowError(str(exc)) from None
+    named = result.extra.get("namedScores")
+    metadata = result.extra.get("metadata")
+    return AssertionOutcome(
+        assertion,
+        result.passed,
+        result.score,
+        result.reason,
+        named_scores=_scores(named),
+        metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
+        rendered_value=code,
+    )
+
+
+def _scores(value: Any) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float)}
+
+
+async def _python(
+    assertion: Assertion, value: Any, output: Any, scope: AssertionScope, *, from_script: bool
+) -> AssertionOutcome:
+    rendered = None if from_script else value
+    try:
+        if not from_script:
+            if not isinstance(value, str):
+                raise RowError("python assertion must have a string value")
+            value = await run_inline(
+                value, [output, _context(assertion, scope)], cwd=scope.base_dir
+            )
+        suffix = assertion.value if isinstance(assertion.value, str) else None
+        verdict = script_verdict(
+            value, threshold=assertion.threshold, inverse=assertion.negated, suffix=suffix
+        )
+    except PythonScriptError as exc:
+        reason = f"Python code execution failed: {exc}"
+        return AssertionOutcome(assertion, False, 0.0, reason, rendered_value=rendered)
+    return AssertionOutcome(
+        assertion,
+        verdict.passed,
+        verdict.score,
+        verdict.reason,
+        named_scores=verdict.named_scores,
+        rendered_value=rendered,
+    )
+
+
+def coerce_value(base_type: str, value: Any) -> Any:
+    """The value as promptfoo's handler for ``base_type`` reads it (see the module docstring)."""
+    if base_type in _CONTAINS or base_type == "equals":
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return js_string(value) if value == value else value  # NaN stays invalid
+        if base_type == "equals" and isinstance(value, bool):
+            return js_string(value)
+        if base_type == "equals" and value is None:
+            return "undefined"
+        return value
+    if base_type in _CONTAINS_LIST and isinstance(value, list):
+        return [v if isinstance(v, str) else js_string(v) for v in value]
+    if base_type in ("is-json", "contains-json") and isinstance(value, str):
+        if not value:
+            return None
+        try:
+            return yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise RowError(f"{base_type}: the schema is not YAML or JSON: {exc}") from None
+    if base_type == "word-count" and isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() else number
+    return value
+
+
+async def _grader(
+    mapped: MappedAssertion, value: Any, output: Any, scope: AssertionScope
+) -> AssertionOutcome:
+    assertion, spec = mapped.assertion, mapped.grader
+    assert spec is not None  # the mapping gives a grader with this runtime
+    grader = graders.get(spec.type)
+    if grader.needs_judge and scope.judge is None:
+        raise RowError(f"{assertion.type} {NO_JUDGE}")
+    base = assertion.base_type
+    config = dict(spec.config)
+    coerced = coerce_value(base, value)
+    if base == "regex" and isinstance(coerced, str):
+        coerced = python_pattern(coerced)  # JavaScript's meaning, in Python's syntax
+    if coerced is None:
+        config.pop("value", None)
+    else:
+        config["value"] = coerced
+    try:
+        validated = grader.config.model_validate(config)
+    except ValidationError as exc:
+        problem = "; ".join(
+            dict.fromkeys(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        )
+        if base == "regex" and isinstance(coerced, str) and coerced:
+            reason = f"Invalid regex pattern: {problem}"
+            return AssertionOutcome(assertion, False, 0.0, reason, rendered_value=value)
+        raise RowError(f"invalid {assertion.type!r} assertion: {problem}") from None
+    ctx = GradeContext(
+        case_id=scope.case_id,
+        prompt=scope.prompt,
+        judge=scope.judge,
+        latency_seconds=scope.latency_ms / 1000,
+        cost=scope.cost,
+        inputs=_inputs(scope.variables),
+    )
+    try:
+        grade = await grader.grade(validated, output_text(output), ctx)
+    except GradeError as exc:
+        raise RowError(f"{assertion.type}: {exc.reason}") from None
+    if grade.score is None:
+        raise RowError(f"{assertion.type}: {grade.reason or 'the grader could not grade'}")
+    passed = bool(grade.passed)
+    explained = grade.explain()
+    reason = PASSED if passed else f"{assertion.type}: {explained}" if explained else "failed"
+    if not passed and not explained:
+        reason = f"{assertion.type} failed"
+    return AssertionOutcome(assertion, passed, grade.score, reason, rendered_value=value)
+
+
+def _inputs(variables: Mapping[str, Any]) -> dict[str, Any]:
+    """What coalmine's graders read besides the output: the vars, and ``context`` (RAG)."""
+    inputs: dict[str, Any] = {"vars": dict(variables)}
+    if variables.get("context") is not None:
+        inputs["context"] = variables["context"]
+    return inputs

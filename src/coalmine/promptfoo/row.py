@@ -1,0 +1,317 @@
+"""Evaluate one promptfoo row (a test, on a prompt, by a provider) as promptfoo 0.121.20 does.
+
+This is the reusable unit: :func:`evaluate_row` takes a :class:`PromptfooRow` (what the row
+is, however it was produced: a promptfoo config read by :mod:`coalmine.promptfoo.matrix`, or
+an imported suite's line), a :class:`RowAgent` (who answers) and :class:`RowTools` (what a run
+shares: Node.js, the judge, the environment), and returns promptfoo's verdict for the row.
+
+The steps are promptfoo's ``runEval``: the ``file://`` vars are loaded and the prompt rendered
+(Nunjucks); the output is the test's ``providerOutput`` when it has one, else the agent's
+answer, after which the provider's ``delay`` is waited; the provider's ``transform`` and then
+the test's ``options.transform`` (or ``postprocess``) run in Node.js; the assertions are graded
+(:mod:`coalmine.promptfoo.checking`) and the row scored by
+:mod:`coalmine.promptfoo.scoring`.
+
+A row is an ERROR (``failureReason`` 2, score 0) when promptfoo's would be: the prompt does not
+render, the provider fails (coalmine's providers raise both for an ``error`` promptfoo's
+provider returns and for one it throws), a transform throws or returns nothing, an assertion
+is invalid or unknown. It is also an ERROR, saying ``unsupported`` and why, where coalmine
+cannot do what promptfoo would: a provider with no coalmine agent, a prompt function, a test
+that names its own provider or an ``assertScoringFunction``, JavaScript without Node.js. A
+provider that answers no output (``None``) gives promptfoo's ``No output`` failure, whose
+``failureReason`` stays 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from coalmine._util.clock import Clock, SystemClock
+from coalmine.config import Price
+from coalmine.engine.call import Caller
+from coalmine.engine.costs import agent_usage
+from coalmine.errors import ProviderError
+from coalmine.graders.base import JudgeFn
+from coalmine.promptfoo.assertion import Assertion
+from coalmine.promptfoo.checking import AssertionScope, RowError, grade_assertions, unsupported_js
+from coalmine.promptfoo.filerefs import load_var_file
+from coalmine.promptfoo.node import JsError, JsUnsupported, NodeRuntime, NodeUnavailable
+from coalmine.promptfoo.node import transform_context as js_transform_context
+from coalmine.promptfoo.nunjucks import TemplateError, js_truthy, render_prompt
+from coalmine.promptfoo.scoring import (
+    RowOutcome,
+    empty_output_row,
+    error_row,
+    graded_row,
+    score_row,
+)
+from coalmine.promptfoo.sources import ReadError
+from coalmine.providers.base import AgentRequest, CallContext
+
+__all__ = ["PromptfooRow", "RowAgent", "RowResult", "RowTools", "evaluate_row"]
+
+NO_OUTPUT = "No output"
+DEFAULT_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromptfooRow:
+    """What one row is: everything promptfoo's ``runEval`` reads of the test and the prompt."""
+
+    test_idx: int
+    prompt_idx: int
+    template: str
+    """The prompt to render: the test's ``prefix``, the prompt, its ``suffix``."""
+    prompt: Mapping[str, Any]
+    """The prompt as promptfoo holds it (``raw``, ``label``, ``id``?, ``config``?): what a
+    provider's and a test's transform see as ``context.prompt``."""
+    vars: Mapping[str, Any]
+    """The test's vars, as written (a ``file://`` value is loaded here)."""
+    assertions: tuple[Assertion, ...] = ()
+    threshold: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    provider_output: Any = None
+    """A fixed output: the provider is not called (when it is JavaScript-truthy)."""
+    test_case: Mapping[str, Any] = field(default_factory=dict)
+    """The test as promptfoo holds it (``context.test`` of a ``javascript`` assertion)."""
+    base_dir: Path
+    """The promptfoo config's folder: ``file://`` paths and JavaScript start here."""
+    unsupported: str | None = None
+    """Why coalmine cannot run this row (a prompt function …): the row is an ERROR."""
+    case_id: str | None = None
+    """How the agent's call names the row (default: ``test N, prompt M``)."""
+    phase: str | None = None
+    """The suite the row belongs to, when it is an imported suite's line."""
+    repeat: int = 0
+    """Which repeat of the row this is (each has its own cache and cassette entry)."""
+
+    @property
+    def name(self) -> str:
+        """How calls and messages name the row."""
+        return self.case_id or f"test {self.test_idx}, prompt {self.prompt_idx}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowAgent:
+    """Who answers a row: a coalmine agent's caller, with promptfoo's provider options."""
+
+    id: str
+    """The provider's promptfoo id."""
+    label: str | None = None
+    caller: Caller | None = None
+    problem: str | None = None
+    """Why no coalmine agent runs this provider (then ``caller`` is ``None``)."""
+    transform: Any = None
+    """The provider's ``transform`` (JavaScript text or ``file://``)."""
+    delay_ms: float = 0.0
+    """Waited after each row's answer (promptfoo's ``delay``)."""
+    config: Mapping[str, Any] | None = None
+    """The provider's ``config`` (``context.provider.config`` of JavaScript)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowTools:
+    """What every row of a run shares."""
+
+    node: NodeRuntime
+    judge: JudgeFn | None = None
+    """The project's judge, for ``llm-rubric`` and the context graders; ``None`` when none."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """What ``{{ env.NAME }}`` reads in templates."""
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds an agent may take for one row."""
+    pricing: Mapping[str, Price] = field(default_factory=dict)
+    """coalmine.yaml's ``pricing:``: what an agent's tokens cost (``cost`` assertions)."""
+    clock: Clock = field(default_factory=SystemClock)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowResult:
+    """promptfoo's verdict on one row, with what its result file shows of the row."""
+
+    outcome: RowOutcome
+    rendered_prompt: str = ""
+    """What the provider was sent; ``""`` when the prompt did not render."""
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    """The vars after rendering (what providers and assertions saw)."""
+    output: Any = None
+    """The graded output (after transforms)."""
+    latency_ms: int = 0
+    token_usage: Mapping[str, Any] | None = None
+    """The agent's tokens in promptfoo's keys (``total``, ``prompt``, ``completion`` …)."""
+    cost: float | None = None
+    """What the call cost: 0 for a fixed output and ``echo``, else by coalmine.yaml's prices."""
+    called: bool = False
+    """Whether a provider answered (False for a fixed output and for errors)."""
+
+
+async def evaluate_row(row: PromptfooRow, agent: RowAgent, tools: RowTools) -> RowResult:
+    """Run, transform, grade and score one row; never raises for what goes wrong in the row."""
+    state = _State(dict(row.vars))
+    try:
+        return await _evaluate(row, agent, tools, state)
+    except RowError as exc:
+        return RowResult(
+            outcome=error_row(exc.message),
+            rendered_prompt=state.rendered,
+            vars=state.vars,
+            latency_ms=state.latency_ms,
+        )
+
+
+@dataclass
+class _State:
+    """How far a row got (an ERROR row reports what it had)."""
+
+    vars: dict[str, Any]
+    rendered: str = ""
+    latency_ms: int = 0
+
+
+async def _evaluate(
+    row: PromptfooRow, agent: RowAgent, tools: RowTools, state: _State
+) -> RowResult:
+    if row.unsupported:
+        raise RowError(f"unsupported: {row.unsupported}")
+    loaded = _load_vars(row)
+    try:
+        rendered = render_prompt(row.template, loaded, env=tools.env)
+    except TemplateError as exc:
+        raise RowError(str(exc)) from None
+    state.rendered, state.vars = rendered.text, rendered.vars
+    fixed = js_truthy(row.provider_output)
+    started = tools.clock.monotonic()
+    usage: dict[str, Any] | None = None
+    cost: float | None = 0.0
+    if fixed:
+        output: Any = row.provider_output
+    else:
+        output, usage, cost = await _call(row, agent, tools, rendered.text, rendered.vars)
+    state.latency_ms = round((tools.clock.monotonic() - started) * 1000)
+    if agent.delay_ms > 0:  # promptfoo waits after a fixed output too (it is never cached)
+        await anyio.sleep(agent.delay_ms / 1000)
+    result = RowResult(
+        outcome=empty_output_row(),
+        rendered_prompt=rendered.text,
+        vars=rendered.vars,
+        latency_ms=state.latency_ms,
+        token_usage=usage,
+        cost=cost,
+        called=not fixed,
+    )
+    if output is None:
+        return result
+    response: dict[str, Any] = {"output": output, "cached": False}
+    if usage is not None:
+        response["tokenUsage"] = usage
+    if agent.transform:
+        output = await _transform(agent.transform, output, row, tools, rendered.vars, "provider")
+    transformed = output
+    test_transform = row.options.get("transform") or row.options.get("postprocess")
+    if js_truthy(test_transform):
+        output = await _transform(test_transform, output, row, tools, rendered.vars, "test")
+    scope = AssertionScope(
+        output=output,
+        prompt=rendered.text,
+        variables=rendered.vars,
+        test=row.test_case,
+        provider={"id": agent.id, "label": agent.label, "config": dict(agent.config or {})},
+        provider_response={**response, "output": output, "providerTransformedOutput": transformed},
+        latency_ms=state.latency_ms,
+        cost=cost,
+        base_dir=row.base_dir,
+        env=tools.env,
+        node=tools.node,
+        judge=tools.judge,
+        case_id=row.name,
+    )
+    outcomes = await grade_assertions(row.assertions, scope)
+    grading = score_row(outcomes, threshold=row.threshold, variables=rendered.vars)
+    return replace(result, outcome=graded_row(grading), output=output)
+
+
+def _load_vars(row: PromptfooRow) -> dict[str, Any]:
+    """The vars with each ``file://`` value replaced by what promptfoo reads from the file."""
+    loaded = {}
+    for name, value in row.vars.items():
+        if isinstance(value, str) and value.startswith("file://"):
+            try:
+                value = load_var_file(value, base_dir=row.base_dir)
+            except ReadError as exc:
+                raise RowError(f"var {name!r} ({value}): {exc.message}") from None
+        loaded[name] = value
+    return loaded
+
+
+async def _call(
+    row: PromptfooRow,
+    agent: RowAgent,
+    tools: RowTools,
+    prompt: str,
+    variables: Mapping[str, Any],
+) -> tuple[Any, dict[str, Any] | None, float | None]:
+    """The agent's answer (``None`` for promptfoo's "No output"), its tokens and its cost."""
+    if agent.caller is None:
+        raise RowError(f"unsupported: provider {agent.id!r}: {agent.problem or 'no agent'}")
+    context = CallContext(row.name, agent.caller.agent.name, row.phase, vars=variables)
+    try:
+        called = await agent.caller.call(
+            AgentRequest(prompt, context, tools.timeout), tools.timeout, repeat=row.repeat
+        )
+    except ProviderError as exc:
+        if exc.kind == "bad_output" and exc.reason == NO_OUTPUT:
+            return None, None, None
+        message = exc.reason
+        if exc.stderr_tail:
+            message += "\nstderr (tail):\n" + exc.stderr_tail[-1000:]
+        raise RowError(message) from None
+    output = called.output
+    if agent.caller.agent.provider == "echo":
+        return output.text, _usage(output.usage), 0.0
+    used = agent_usage(output, agent.caller.agent, tools.pricing)
+    return output.text, _usage(output.usage), used.cost if used is not None else None
+
+
+_TOKENS = (
+    ("total", "total_tokens"),
+    ("prompt", "prompt_tokens"),
+    ("completion", "completion_tokens"),
+    ("cached", "cached_tokens"),
+)
+
+
+def _usage(usage: Mapping[str, int] | None) -> dict[str, Any] | None:
+    """The agent's token counts in promptfoo's keys, one request."""
+    if not usage:
+        return None
+    found: dict[str, Any] = {ours: usage[theirs] for ours, theirs in _TOKENS if theirs in usage}
+    return {**found, "numRequests": 1}
+
+
+async def _transform(
+    code: Any,
+    output: Any,
+    row: PromptfooRow,
+    tools: RowTools,
+    variables: Mapping[str, Any],
+    which: str,
+) -> Any:
+    """Apply the provider's or the test's transform (each with promptfoo's context)."""
+    what = "the provider's transform" if which == "provider" else "the test's options.transform"
+    if not isinstance(code, str):
+        raise RowError(f"{what} must be JavaScript text, not {code!r}")
+    # coalmine's agents return no response metadata, so no transform sees ``context.metadata``
+    context = js_transform_context(variables=variables, prompt=row.prompt)
+    try:
+        return await tools.node.transform(
+            code, output=output, context=context, base_dir=row.base_dir
+        )
+    except (NodeUnavailable, JsUnsupported) as exc:
+        raise RowError(unsupported_js(exc, what)) from None
+    except JsError as exc:
+        raise RowError(str(exc)) from None

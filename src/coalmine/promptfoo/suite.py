@@ -1,0 +1,327 @@
+"""Run a line of a ``compat: promptfoo`` suite: promptfoo's verdict, stored as a coalmine attempt.
+
+The eval engine (:mod:`coalmine.evals.run`) hands each line of an imported suite to
+:func:`run_promptfoo_line`. The line is evaluated by the same
+:func:`~coalmine.promptfoo.row.evaluate_row` as ``eval run --promptfoo`` (Nunjucks
+rendering, ``providerOutput``, transforms, assertions, promptfoo's scoring), and its verdict
+becomes an :class:`~coalmine.store.evals.Attempt`, so imported suites get the store, resume,
+comparisons and reports as any suite does:
+
+- status: promptfoo's (``pass``, ``fail``; ``error`` for promptfoo's ERROR rows, which coalmine
+  counts as errors: not scored, and failing the suite);
+- score: promptfoo's weighted score (``None`` for an ERROR, as for any coalmine error);
+- scores: each top-level assertion's score, keyed by its type (``contains#2`` for a second);
+- the record keeps the rendered prompt, the output, each assertion's grade and, under
+  ``promptfoo``, the row as promptfoo's result file writes it (``testIdx``, ``promptIdx``,
+  ``success``, ``score``, ``failureReason``, ``gradingResult`` …), so the run can be shown in
+  promptfoo's own shape from the store.
+
+promptfoo's verdict is kept whole: a failing ``llm-rubric`` fails the row as it does in
+promptfoo (the judge is the project's, from coalmine.yaml). What that failure does to the
+suite is coalmine's judge policy: until the judge is calibrated (``coalmine judge calibrate``)
+a row that failed only on model-graded assertions is advisory, as a judge grader's failure is
+in any suite.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from coalmine.engine.call import Caller
+from coalmine.graders.base import JudgeFn
+from coalmine.promptfoo.assertion import Assertion
+from coalmine.promptfoo.assertions import JUDGED, map_assertion
+from coalmine.promptfoo.grading import grading_result
+from coalmine.promptfoo.prepared import as_test_case, unsupported_reason
+from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
+from coalmine.promptfoo.scoring import ComponentResult
+from coalmine.results import OUTPUT_LIMIT
+from coalmine.specs.compat import PromptfooCase, PromptfooSuite
+from coalmine.specs.models import GraderSpec
+from coalmine.specs.suite import SuiteCase, SuiteMeta
+from coalmine.store.evals import Attempt
+
+__all__ = [
+    "check_promptfoo_line",
+    "line_graders",
+    "line_needs_judge",
+    "line_test_case",
+    "run_promptfoo_line",
+    "suite_base_dir",
+]
+
+
+def check_promptfoo_line(case: SuiteCase) -> str | None:
+    """Why a compat line's assertions cannot be read (a bad line), or ``None``."""
+    line = case.promptfoo
+    if line is None:
+        return None
+    for position, data in enumerate(line.assertions):
+        try:
+            Assertion.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            return f"assert[{position}]{'.' + where if where else ''}: {first['msg']}"
+    return None
+
+
+def line_needs_judge(case: SuiteCase) -> bool:
+    """Whether a compat line has a model-graded assertion (the project's judge grades it)."""
+    return any(spec.type in JUDGED for spec in line_graders(case))
+
+
+def line_graders(case: SuiteCase) -> list[GraderSpec]:
+    """The coalmine graders a compat line's assertions map to, in the test's order.
+
+    An assert-set's children are included; values are as written (templates not rendered):
+    that is what the judge policy and ``judge label`` know a rubric by.
+    """
+    line = case.promptfoo
+    if line is None:
+        return []
+    found: list[GraderSpec] = []
+    pending = [Assertion.model_validate(a) for a in reversed(line.assertions)]
+    while pending:
+        assertion = pending.pop()
+        pending.extend(reversed(assertion.children or ()))
+        mapped = map_assertion(assertion)
+        if mapped.grader is not None:
+            found.append(mapped.grader)
+    return found
+
+
+def suite_base_dir(meta: SuiteMeta, suite_path: Path) -> Path:
+    """The promptfoo config's folder, where the lines' ``file://`` paths start."""
+    assert meta.promptfoo is not None
+    return (suite_path.parent / meta.promptfoo.base_dir).resolve()
+
+
+async def run_promptfoo_line(
+    case: SuiteCase,
+    rep: int,
+    *,
+    suite: str,
+    suite_path: Path,
+    meta: SuiteMeta,
+    caller: Caller | None,
+    tools: RowTools,
+    judge: JudgeFn | None,
+    judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None = None,
+) -> Attempt:
+    """Evaluate one line of a compat suite and return it as an attempt to store.
+
+    The record is not yet scrubbed of secrets: the engine scrubs every attempt's record.
+    ``judge_blocks(type, config)`` says whether a judge grader may fail the suite (coalmine's
+    calibration policy): a row that failed on such assertions only is kept as promptfoo's
+    FAIL, but advisory.
+    """
+    line, source = case.promptfoo, meta.promptfoo
+    assert line is not None and source is not None
+    row = _row(case, line, source, meta, suite, suite_path, rep)
+    agent = _agent(source, caller)
+    timeout = meta.timeout_seconds or tools.timeout
+    env = {**tools.env, **source.env}
+    result = await evaluate_row(row, agent, replace(tools, judge=judge, env=env, timeout=timeout))
+    attempt = _attempt(suite, case, rep, result, caller, row)
+    if attempt.status == "fail" and judge_blocks is not None and _judged_only(result, judge_blocks):
+        attempt.record["advisory"] = True
+        return attempt._replace(blocks=False)
+    return attempt
+
+
+def _row(
+    case: SuiteCase,
+    line: PromptfooCase,
+    source: PromptfooSuite,
+    meta: SuiteMeta,
+    suite: str,
+    suite_path: Path,
+    rep: int,
+) -> PromptfooRow:
+    prompt: dict[str, Any] = {"raw": meta.prompt_template or "", "label": source.prompt.label}
+    if source.prompt.id is not None:
+        prompt["id"] = source.prompt.id
+    if source.prompt.config is not None:
+        prompt["config"] = dict(source.prompt.config)
+    assertions = tuple(Assertion.model_validate(a) for a in line.assertions)
+    return PromptfooRow(
+        test_idx=line.test_idx,
+        prompt_idx=source.prompt_idx,
+        template=case.prompt,
+        prompt=prompt,
+        vars=line.vars,
+        assertions=assertions,
+        threshold=line.threshold,
+        options=line.options,
+        provider_output=line.provider_output,
+        test_case=line_test_case(line),
+        base_dir=suite_base_dir(meta, suite_path),
+        unsupported=unsupported_reason(
+            prompt_kind=source.prompt.kind,
+            prompt_label=source.prompt.label,
+            test_provider=line.provider,
+            scoring_function=line.assert_scoring_function,
+        ),
+        case_id=line.id,
+        phase=suite,
+        repeat=rep,
+    )
+
+
+def _judged_only(result: RowResult, judge_blocks: Callable[[str, Mapping[str, Any]], bool]) -> bool:
+    """Whether every failing assertion of the row is a judge grader that may not block."""
+    grading = result.outcome.grading
+    if grading is None:
+        return False
+    failed = [c for c in grading.component_results if not c.passed and c.assertion is not None]
+    if not failed:
+        return False
+    for entry in failed:
+        assert entry.assertion is not None
+        mapped = map_assertion(entry.assertion)
+        spec = mapped.grader
+        if spec is None or spec.type not in JUDGED or judge_blocks(spec.type, spec.config):
+            return False
+    return True
+
+
+def line_test_case(line: PromptfooCase) -> dict[str, Any]:
+    """The test as promptfoo holds it (``context.test``; ``testCase`` of its result file)."""
+    return as_test_case(
+        description=line.description,
+        variables=line.vars,
+        provider_output=line.provider_output,
+        threshold=line.threshold,
+        assertions=line.assertions,
+        options=line.options,
+        metadata=line.metadata,
+    )
+
+
+def _agent(source: PromptfooSuite, caller: Caller | None) -> RowAgent:
+    provider = source.provider
+    problem = provider.problem
+    if caller is None and problem is None:
+        problem = "the suite names no agent"
+    return RowAgent(
+        id=provider.id,
+        label=provider.label,
+        caller=caller,
+        problem=problem,
+        transform=provider.transform,
+        delay_ms=provider.delay or 0.0,
+        config=provider.config,
+    )
+
+
+def _attempt(
+    suite: str,
+    case: SuiteCase,
+    rep: int,
+    result: RowResult,
+    caller: Caller | None,
+    row: PromptfooRow,
+) -> Attempt:
+    outcome = result.outcome
+    status = outcome.status
+    components = outcome.grading.component_results if outcome.grading else ()
+    grades = _grades(components)
+    scores = {k: g["score"] for k, g in grades.items()}
+    usage = result.token_usage or {}
+    record: dict[str, Any] = {"prompt": result.rendered_prompt}
+    if caller is not None:
+        record["agent"] = caller.agent.name
+    text = _text(result.output)
+    if text is not None:
+        record["output"] = text[:OUTPUT_LIMIT]
+        if len(text) > OUTPUT_LIMIT:
+            record["output_truncated"] = True
+    record["grades"] = grades
+    reason = (outcome.error or "").strip()
+    if status == "error":
+        record["error"] = f"case {case.case.id!r}: {reason}"
+    elif status == "fail":
+        record["why"] = reason[:1000]
+    record["promptfoo"] = _promptfoo_row(result, row)
+    return Attempt(
+        suite,
+        case.case.id,
+        rep,
+        status,
+        status != "pass",
+        None if status == "error" else round(outcome.score, 6),
+        scores,
+        result.latency_ms / 1000 if result.called else None,
+        usage.get("prompt"),
+        usage.get("completion"),
+        result.cost if result.called else None,
+        "promptfoo" if status == "error" else None,
+        record,
+    )
+
+
+def _grades(components: tuple[ComponentResult, ...]) -> dict[str, dict[str, Any]]:
+    """Each top-level assertion's grade (an assert-set's children are inside its entry)."""
+    inner = {id(child) for c in components for child in c.children}
+    grades: dict[str, dict[str, Any]] = {}
+    for entry in components:
+        if id(entry) in inner:
+            continue
+        kind = "assert-set" if "assertionSet" in entry.metadata else None
+        if kind is None:
+            kind = entry.assertion.type if entry.assertion is not None else "assertion"
+        key = kind
+        n = 2
+        while key in grades:
+            key, n = f"{kind}#{n}", n + 1
+        weight = entry.assertion.weight if entry.assertion is not None else 1.0
+        grades[key] = {
+            "score": entry.score,
+            "passed": entry.passed,
+            "weight": weight,
+            "detail": entry.reason,
+        }
+    return grades
+
+
+def _text(output: Any) -> str | None:
+    if output is None:
+        return None
+    if isinstance(output, str):
+        return output
+    try:
+        return json.dumps(output, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(output)
+
+
+def _promptfoo_row(result: RowResult, row: PromptfooRow) -> dict[str, Any]:
+    """The row as promptfoo's result file holds it (what ``--format promptfoo`` writes back)."""
+    outcome = result.outcome
+    found: dict[str, Any] = {
+        "testIdx": row.test_idx,
+        "promptIdx": row.prompt_idx,
+        "success": outcome.success,
+        "score": outcome.score,
+        "failureReason": int(outcome.failure_reason),
+        "namedScores": dict(outcome.named_scores),
+        "latencyMs": result.latency_ms,
+        "cost": result.cost or 0.0,
+        "vars": dict(result.vars),
+    }
+    if outcome.error is not None:
+        found["error"] = outcome.error
+    if outcome.grading is not None:
+        found["gradingResult"] = grading_result(outcome.grading)
+    if result.token_usage:
+        found["tokenUsage"] = dict(result.token_usage)
+    if not isinstance(result.output, str | type(None)):
+        found["output"] = result.output
+    return found
