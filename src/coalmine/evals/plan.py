@@ -21,9 +21,9 @@ from coalmine._util.estimate import check_reducer
 from coalmine._util.hashing import canonical_json
 from coalmine.config import AgentConfig, Config, load_config
 from coalmine.errors import ConfigError, UsageError
+from coalmine.evals.compat import get_compat_kind
 from coalmine.graders.base import grader_configs
 from coalmine.graders.base import registry as graders
-from coalmine.promptfoo.suite import check_promptfoo_line, line_needs_judge
 from coalmine.providers.base import provider_settings
 from coalmine.specs.models import GraderSpec
 from coalmine.specs.suite import SUITES_DIR, BadLine, EvalCase, SuiteCase, SuiteIndex, scan_suite
@@ -100,8 +100,9 @@ class EvalPlan:
         return sum(len(s.index) * s.repeats for s in self.suites)
 
 
-PROMPTFOO_JUDGE = canonical_json({"type": "promptfoo", "config": {"model-graded": True}})
-"""What a compat suite's model-graded assertions count as among a suite's judge graders."""
+def compat_judge(compat: str) -> str:
+    """What a compat suite's model-graded assertions count as among a suite's judge graders."""
+    return canonical_json({"type": compat, "config": {"model-graded": True}})
 
 
 def find_suites(root: Path, names: Sequence[str]) -> list[Path]:
@@ -204,10 +205,11 @@ def _plan_suite(
         return True
 
     def check(case: SuiteCase) -> str | None:
-        if case.promptfoo is not None:
-            problem = check_promptfoo_line(case)
-            if problem is None and line_needs_judge(case):
-                judge_specs.add(PROMPTFOO_JUDGE)
+        if case.compat is not None:
+            kind = get_compat_kind(case.compat)
+            problem = kind.check(case)
+            if problem is None and kind.needs_judge(case):
+                judge_specs.add(compat_judge(case.compat))
             return problem
         if case.case.agent is not None and case.case.agent not in planned_agents:
             return _unknown_agent(case.case.agent, config)

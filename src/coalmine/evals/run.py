@@ -16,7 +16,6 @@ judge that fails) makes it an error, which is not scored but is counted and fail
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,6 +43,7 @@ from coalmine.engine.policy import JudgeGate
 from coalmine.engine.verdict import EPSILON, composite_score
 from coalmine.engine.wiring import Wiring, describe_judge, secret_values, start_run_record
 from coalmine.errors import GradeError, ProviderError, UsageError
+from coalmine.evals.compat import CompatRunner, get_compat_kind
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
 from coalmine.evals.plan import EvalPlan, PlannedSuite, require_eval_judge
 from coalmine.evals.summary import write_suite_result
@@ -51,9 +51,6 @@ from coalmine.graders.base import GradeContext, GraderType
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeGrade
 from coalmine.lessons.recall import merge_recalled
-from coalmine.promptfoo.node import NodeRuntime
-from coalmine.promptfoo.row import RowTools
-from coalmine.promptfoo.suite import run_promptfoo_line
 from coalmine.providers.base import AgentRequest, CallContext, redact
 from coalmine.providers.replay import Cassette
 from coalmine.results import (
@@ -166,8 +163,13 @@ async def run_evals(
             callers[judge_agent.name] = judge  # an agent that also judges shares its limits
         gate = judge_gate(store, judge, configured_blocking=config.judge_blocking)
     suites = [_Suite(s) for s in plan.suites]
-    compat = any(s.index.meta.compat == "promptfoo" for s in plan.suites)
-    node = NodeRuntime() if compat else None
+    kinds = dict.fromkeys(s.index.meta.compat for s in plan.suites if s.index.meta.compat)
+    compat: dict[str, CompatRunner] = {
+        kind: get_compat_kind(kind).runner(
+            timeout=config.defaults.timeout_seconds, pricing=config.pricing, clock=clock
+        )
+        for kind in kinds
+    }
     writer = AttemptWriter(store, run_id)
     counts = _Counts()
     total = plan.attempts
@@ -184,15 +186,7 @@ async def run_evals(
         config.defaults.judge_timeout_seconds,
         config.pricing,
         judge_reruns,
-        RowTools(
-            node=node,
-            env=dict(os.environ),
-            timeout=config.defaults.timeout_seconds,
-            pricing=config.pricing,
-            clock=clock,
-        )
-        if node is not None
-        else None,
+        compat,
     )
 
     def items() -> Iterator[tuple[_Suite, SuiteCase, int]]:
@@ -255,8 +249,8 @@ async def run_evals(
     finally:
         with anyio.CancelScope(shield=True):
             writer.flush()  # what finished is kept, whatever stopped the run
-            if node is not None:
-                await node.aclose()
+            for runner in compat.values():
+                await runner.aclose()
             for c in {id(c): c for c in [*callers.values(), judge] if c}.values():
                 await c.provider.aclose()
     await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
@@ -363,8 +357,8 @@ class _Env:
     judge_timeout: float
     pricing: Mapping[str, Price]
     judge_reruns: int = 1
-    row_tools: RowTools | None = None
-    """What the lines of ``compat: promptfoo`` suites share (Node.js …), when there are any."""
+    compat: Mapping[str, CompatRunner] = field(default_factory=dict)
+    """The runner of each compat kind the run's suites use (``compat: promptfoo`` …)."""
 
     def caller(self, agent: AgentConfig) -> Caller:
         """The caller of ``agent`` (one per agent, so its limits hold across the run)."""
@@ -376,8 +370,8 @@ class _Env:
 
 async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> Attempt:
     planned = suite.planned
-    if case.promptfoo is not None:
-        return await _run_promptfoo_attempt(suite, case, rep, env)
+    if case.compat is not None:
+        return await _run_compat_attempt(suite, case, rep, env)
     agent = env.agents[case.agent] if case.agent else planned.default_agent
     assert agent is not None  # the plan moved cases without an agent to the bad lines
     caller = env.caller(agent)
@@ -501,23 +495,22 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     )  # fmt: skip
 
 
-async def _run_promptfoo_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> Attempt:
-    """A compat suite's line, by promptfoo's rules (:mod:`coalmine.promptfoo.suite`)."""
+async def _run_compat_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> Attempt:
+    """A compat suite's line, by its kind's rules (:mod:`coalmine.evals.compat`)."""
     planned = suite.planned
-    assert env.row_tools is not None
+    assert case.compat is not None
     agent = env.agents[case.agent] if case.agent else planned.default_agent
     judge = None
     if env.judge is not None:
         context = CallContext(case.case.id, env.judge.agent.name, planned.name)
         judge = judge_fn_for(env.judge, context, env.judge_timeout, repeat=rep)
-    attempt = await run_promptfoo_line(
+    attempt = await env.compat[case.compat].run(
         case,
         rep,
         suite=planned.name,
         suite_path=planned.index.path,
         meta=planned.index.meta,
         caller=env.caller(agent) if agent is not None else None,
-        tools=env.row_tools,
         judge=judge,
         judge_blocks=env.gate.blocks if env.gate is not None else None,
     )

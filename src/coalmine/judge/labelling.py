@@ -34,9 +34,9 @@ from typing import Any
 from coalmine._source import SourceError
 from coalmine.engine.grading import grade_key
 from coalmine.errors import UsageError
+from coalmine.evals.compat import case_graders
 from coalmine.graders.base import grader_configs
 from coalmine.judge.labels import Label, LabelledItem, Verdict, load_labels
-from coalmine.promptfoo.suite import line_graders
 from coalmine.results import CaseResult, Grade
 from coalmine.specs.loader import InvalidSpec, load_canary_spec
 from coalmine.specs.models import GraderSpec
@@ -174,13 +174,8 @@ def _suite_graders(
                 cases = [index.read(i, handle) for i in range(len(index))]
         except (SourceError, OSError):
             continue
-        return {c.case.id: (_graders_of(c), _context_of(c)) for c in cases}
+        return {c.case.id: (case_graders(c), _context_of(c)) for c in cases}
     return {}
-
-
-def _graders_of(case: SuiteCase) -> list[GraderSpec]:
-    """A case's graders; an imported promptfoo line's are its assertions' graders."""
-    return list(case.graders) if case.promptfoo is None else line_graders(case)
 
 
 def _context_of(case: SuiteCase) -> str | list[str] | None:

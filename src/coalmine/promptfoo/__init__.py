@@ -1,8 +1,10 @@
-"""promptfoo compatibility (issue 9): read a promptfoo config, score as promptfoo scores.
+"""promptfoo compatibility (issue 9): run, import and export promptfoo configs with its verdicts.
 
-Pure code, no network and no subprocess (the runner calls agents, and Node.js for JavaScript:
-:mod:`coalmine.promptfoo.node`). What is here, each checked against promptfoo 0.121.20's own
-output:
+May import the engine and everything below it, and :mod:`coalmine.evals` (a declared edge:
+imported suites run on the eval-suite engine as a compat kind).
+
+The pure part (no network, no subprocess: a contract checks it), each checked against promptfoo
+0.121.20's own output:
 
 - reading a config into a test matrix (:mod:`~coalmine.promptfoo.config` and the modules it
   uses: prompts, providers, tests files and CSV, vars expansion, ``defaultTest``, scenarios);
@@ -16,6 +18,13 @@ output:
   (:mod:`~coalmine.promptfoo.grading`);
 - a config as coalmine suites and agents (:mod:`~coalmine.promptfoo.importer`), and a suite as
   a config (:mod:`~coalmine.promptfoo.exporter`).
+
+The orchestration: a config run end to end (:mod:`~coalmine.promptfoo.run`), one row
+(:mod:`~coalmine.promptfoo.row`) and its assertions (:mod:`~coalmine.promptfoo.checking`), the
+author's JavaScript in Node.js (:mod:`~coalmine.promptfoo.node`) and Python
+(:mod:`~coalmine.promptfoo.python_calls`), the files import and export write
+(:mod:`~coalmine.promptfoo.files`), and a run shown as a table or promptfoo's document
+(:mod:`~coalmine.promptfoo.output`).
 
 How imported suites run: ``coalmine import promptfoo`` writes one suite per column (a prompt
 run by a provider) under ``harness/evals/``, whose ``<suite>.yaml`` says ``compat: promptfoo``

@@ -1,8 +1,9 @@
 """Run a line of a ``compat: promptfoo`` suite: promptfoo's verdict, stored as a coalmine attempt.
 
-The eval engine (:mod:`coalmine.evals.run`) hands each line of an imported suite to
-:func:`run_promptfoo_line`. The line is evaluated by the same
-:func:`~coalmine.promptfoo.row.evaluate_row` as ``eval run --promptfoo`` (Nunjucks
+The eval engine (:mod:`coalmine.evals.run`) knows promptfoo only as the compat kind registered
+here (:data:`PROMPTFOO`, through :mod:`coalmine.evals.compat`): it hands each line of an
+imported suite to its runner, which calls :func:`run_promptfoo_line`. The line is evaluated by
+the same :func:`~coalmine.promptfoo.row.evaluate_row` as ``eval run --promptfoo`` (Nunjucks
 rendering, ``providerOutput``, transforms, assertions, promptfoo's scoring), and its verdict
 becomes an :class:`~coalmine.store.evals.Attempt`, so imported suites get the store, resume,
 comparisons and reports as any suite does:
@@ -26,6 +27,7 @@ in any suite.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -33,11 +35,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from coalmine._util.clock import Clock
+from coalmine.config import Price
 from coalmine.engine.call import Caller
+from coalmine.evals.compat import CompatRunner, compat_kind
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.grading import grading_result
+from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.prepared import as_test_case, unsupported_reason
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
 from coalmine.promptfoo.scoring import ComponentResult
@@ -48,6 +54,7 @@ from coalmine.specs.suite import SuiteCase, SuiteMeta
 from coalmine.store.evals import Attempt
 
 __all__ = [
+    "PROMPTFOO",
     "check_promptfoo_line",
     "line_graders",
     "line_needs_judge",
@@ -134,6 +141,56 @@ async def run_promptfoo_line(
         attempt.record["advisory"] = True
         return attempt._replace(blocks=False)
     return attempt
+
+
+class _LineRunner:
+    """One run's promptfoo lines: one Node.js worker, the environment the run started with."""
+
+    def __init__(self, *, timeout: float, pricing: Mapping[str, Price], clock: Clock):
+        self._node = NodeRuntime()
+        self._tools = RowTools(
+            node=self._node, env=dict(os.environ), timeout=timeout, pricing=pricing, clock=clock
+        )
+
+    async def run(
+        self,
+        case: SuiteCase,
+        rep: int,
+        *,
+        suite: str,
+        suite_path: Path,
+        meta: SuiteMeta,
+        caller: Caller | None,
+        judge: JudgeFn | None,
+        judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None,
+    ) -> Attempt:
+        return await run_promptfoo_line(
+            case, rep, suite=suite, suite_path=suite_path, meta=meta, caller=caller,
+            tools=self._tools, judge=judge, judge_blocks=judge_blocks,
+        )  # fmt: skip
+
+    async def aclose(self) -> None:
+        await self._node.aclose()
+
+
+class _Promptfoo:
+    """``compat: promptfoo``: lines are promptfoo tests, graded by promptfoo's rules."""
+
+    def check(self, case: SuiteCase) -> str | None:
+        return check_promptfoo_line(case)
+
+    def graders(self, case: SuiteCase) -> list[GraderSpec]:
+        return line_graders(case)
+
+    def needs_judge(self, case: SuiteCase) -> bool:
+        return line_needs_judge(case)
+
+    def runner(self, *, timeout: float, pricing: Mapping[str, Price], clock: Clock) -> CompatRunner:
+        return _LineRunner(timeout=timeout, pricing=pricing, clock=clock)
+
+
+PROMPTFOO = compat_kind("promptfoo")(_Promptfoo())
+"""The built-in compat kind (registered when the eval engine first looks one up)."""
 
 
 def _row(

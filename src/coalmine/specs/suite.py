@@ -111,6 +111,11 @@ class SuiteCase:
     promptfoo: PromptfooCase | None = None
     """The promptfoo test a compat suite's line holds (then ``graders`` is empty)."""
 
+    @property
+    def compat(self) -> Compat | None:
+        """The compat kind whose rules grade this line (``None``: coalmine's graders)."""
+        return "promptfoo" if self.promptfoo is not None else None
+
 
 @dataclass(frozen=True)
 class BadLine:

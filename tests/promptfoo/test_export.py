@@ -26,7 +26,7 @@ from coalmine.promptfoo.node import node_available
 from coalmine.store.evals import iter_attempts
 from coalmine.store.runs import Store
 from tests.helpers.cli import run_main
-from tests.runner.test_promptfoo_run import (
+from tests.promptfoo.test_run import (
     CAPTURED,
     NEEDS_NODE,
     PROMPTFOO,

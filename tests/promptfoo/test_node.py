@@ -24,7 +24,7 @@ from coalmine.promptfoo.node import (
     node_available,
     transform_context,
 )
-from tests.runner.node_replay import replay
+from tests.promptfoo.node_replay import replay
 
 pytestmark = [
     pytest.mark.skipif(node_available() is not None, reason="needs Node.js >= 18"),

@@ -12,8 +12,8 @@ from coalmine.engine.history import open_store
 from coalmine.harness.drift import harness_status, plan_update
 from coalmine.harness.kits import BASE_DIR, MANIFEST_PATH, dump_manifest, load_manifest
 from coalmine.store.memory import add_lesson, list_lessons
+from tests.harness.test_init import agent_repo
 from tests.helpers.cli import run_main
-from tests.runner.test_harness_init import agent_repo
 
 SUITE_YAML = "harness/evals/injection-red-team.yaml"
 

@@ -3,7 +3,7 @@
 The configs and promptfoo's captured results live beside each other:
 ``tests/promptfoo/fixtures/{scoring,report,providers}`` (captured for the pure modules), the
 matrix configs ``tests/promptfoo/fixtures/matrix/run_*`` and, in
-``tests/runner/fixtures/promptfoo``, ``runtimes.yaml`` (JavaScript and Python assertions,
+``tests/promptfoo/fixtures/runs``, ``runtimes.yaml`` (JavaScript and Python assertions,
 transforms, coerced values, ``file://`` vars), ``weight_zero.yaml`` (script values at weight
 0) and ``regex.yaml`` (JavaScript's regular expressions). Their expected files were captured
 with ``promptfoo eval -c <config> -o out.json --no-cache --no-table --no-write`` and trimmed to
@@ -37,7 +37,7 @@ from tests.helpers.project import Project
 
 TESTS = Path(__file__).parents[1]
 PROMPTFOO = TESTS / "promptfoo" / "fixtures"
-RUNNER = Path(__file__).parent / "fixtures" / "promptfoo"
+RUNNER = Path(__file__).parent / "fixtures" / "runs"
 NEEDS_NODE = pytest.mark.skipif(node_available() is not None, reason="needs Node.js >= 18")
 
 # (config, promptfoo's captured rows, needs Node.js)
@@ -410,7 +410,7 @@ def test_warnings_name_what_is_ignored(tmp_path: Path) -> None:
 
 # --- live: the real promptfoo ---------------------------------------------------------------
 
-LIVE = [c for c, _, _ in CAPTURED if c.parent.name in ("scoring", "promptfoo")] + [
+LIVE = [c for c, _, _ in CAPTURED if c.parent.name in ("scoring", "runs")] + [
     PROMPTFOO / "report" / "report_a.yaml",
     PROMPTFOO / "matrix" / "run_features" / "promptfooconfig.yaml",
 ]

@@ -9,10 +9,10 @@ To capture a fixture again (promptfoo 0.121.20 installed in ``$PF``, this reposi
 ``$REPO``, the config's name in ``$C``)::
 
     cd $PF && PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 npx promptfoo eval \
-      -c $REPO/tests/runner/fixtures/node/$C.yaml -o /tmp/out.json --no-cache --no-table
-    cd $REPO && .venv/bin/python -c "import json, tests.runner.node_replay as r; \
+      -c $REPO/tests/promptfoo/fixtures/node/$C.yaml -o /tmp/out.json --no-cache --no-table
+    cd $REPO && .venv/bin/python -c "import json, tests.promptfoo.node_replay as r; \
       print(json.dumps(r.trim_promptfoo(json.load(open('/tmp/out.json'))), indent=1,
-      ensure_ascii=False))" > tests/runner/fixtures/node/$C.expected.json
+      ensure_ascii=False))" > tests/promptfoo/fixtures/node/$C.expected.json
 """
 
 from __future__ import annotations

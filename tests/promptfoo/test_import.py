@@ -26,11 +26,11 @@ from coalmine.judge.labelling import Asked, run_candidates
 from coalmine.promptfoo.node import node_available
 from coalmine.store.evals import iter_attempts
 from coalmine.store.runs import Store
+from tests.evals.test_run import StopAfter
 from tests.helpers.anthropic_server import FakeAnthropic
 from tests.helpers.cli import run_main
 from tests.helpers.openai_server import FakeOpenAI
-from tests.runner.test_evals import StopAfter
-from tests.runner.test_promptfoo_run import (
+from tests.promptfoo.test_run import (
     CAPTURED,
     LIVE,
     NEEDS_NODE,
