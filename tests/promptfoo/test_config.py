@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from coalmine.errors import ConfigError
-from coalmine.promptfoo.config import RawConfig, load_config
 from coalmine.promptfoo.matrix import load_matrix
-from coalmine.promptfoo.sources import Problems
+from coalmine.promptfoo.matrix.config import RawConfig, load_config
+from coalmine.promptfoo.matrix.sources import Problems
 
 FIXTURES = Path(__file__).parent / "fixtures" / "matrix"
 

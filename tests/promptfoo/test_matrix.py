@@ -10,7 +10,7 @@ import pytest
 
 from coalmine.errors import ConfigError
 from coalmine.promptfoo.matrix import Matrix, load_matrix
-from coalmine.promptfoo.rules import parse_filter_range, repeat_count, var_combinations
+from coalmine.promptfoo.matrix.rules import parse_filter_range, repeat_count, var_combinations
 
 FIXTURES = Path(__file__).parent / "fixtures" / "matrix"
 

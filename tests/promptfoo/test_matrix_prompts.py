@@ -9,7 +9,7 @@ import pytest
 
 from coalmine.errors import ConfigError
 from coalmine.promptfoo.matrix import load_matrix
-from coalmine.promptfoo.prompt_refs import csv_prompts, maybe_file_path, split_prompt_text
+from coalmine.promptfoo.matrix.prompt_refs import csv_prompts, maybe_file_path, split_prompt_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "matrix"
 

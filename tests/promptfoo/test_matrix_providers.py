@@ -8,7 +8,7 @@ import pytest
 
 from coalmine.errors import ConfigError
 from coalmine.promptfoo.matrix import load_matrix
-from coalmine.promptfoo.provider_refs import ProviderRef, provider_matches
+from coalmine.promptfoo.matrix.provider_refs import ProviderRef, provider_matches
 
 FIXTURES = Path(__file__).parent / "fixtures" / "matrix"
 

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from coalmine.promptfoo.csvtests import read_csv_rows
-from coalmine.promptfoo.filerefs import (
+from coalmine.promptfoo.matrix.csvtests import read_csv_rows
+from coalmine.promptfoo.matrix.filerefs import (
     dereference,
     load_file_ref,
     load_file_refs,
     load_var_file,
     render_env,
 )
-from coalmine.promptfoo.sources import (
+from coalmine.promptfoo.matrix.sources import (
     Problems,
     ReadError,
     expand_braces,

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from coalmine.errors import ConfigError
-from coalmine.promptfoo.csvtests import assertion_from_string, csv_row_to_test, split_values
 from coalmine.promptfoo.matrix import Matrix, load_matrix
-from coalmine.promptfoo.sources import Problems
+from coalmine.promptfoo.matrix.csvtests import assertion_from_string, csv_row_to_test, split_values
+from coalmine.promptfoo.matrix.sources import Problems
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 
 from coalmine.errors import ConfigError
-from coalmine.promptfoo._nunjucks_js import js_loose_equal, js_number, js_to_fixed, js_to_number
-from coalmine.promptfoo._nunjucks_json import js_json_stringify
 from coalmine.promptfoo.nunjucks import (
     TemplateError,
     render,
@@ -26,6 +24,8 @@ from coalmine.promptfoo.nunjucks import (
     render_vars_in_object,
     template_variables,
 )
+from coalmine.promptfoo.nunjucks._js import js_loose_equal, js_number, js_to_fixed, js_to_number
+from coalmine.promptfoo.nunjucks._json import js_json_stringify
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nunjucks"
 CASES = json.loads((FIXTURES / "cases.json").read_text(encoding="utf-8"))

@@ -14,8 +14,9 @@ import yaml
 
 from coalmine.config import Config, load_config
 from coalmine.errors import ProviderError
-from coalmine.promptfoo.config import load_config as load_promptfoo_config
-from coalmine.promptfoo.provider_refs import ProviderRef, read_providers
+from coalmine.promptfoo.matrix.config import load_config as load_promptfoo_config
+from coalmine.promptfoo.matrix.provider_refs import ProviderRef, read_providers
+from coalmine.promptfoo.matrix.sources import Problems
 from coalmine.promptfoo.providers import (
     MappedProvider,
     map_provider,
@@ -23,7 +24,6 @@ from coalmine.promptfoo.providers import (
     readable_name,
     split_command,
 )
-from coalmine.promptfoo.sources import Problems
 from coalmine.providers.base import AgentRequest, CallContext, build_provider, provider_settings
 from coalmine.results import AgentOutput
 

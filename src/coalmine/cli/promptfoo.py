@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from coalmine.promptfoo.config import CONFIG_FILE
 from coalmine.promptfoo.files import export_promptfoo, import_promptfoo
+from coalmine.promptfoo.matrix.config import CONFIG_FILE
 
 
 @click.group("import")

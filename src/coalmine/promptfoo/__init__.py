@@ -6,15 +6,17 @@ imported suites run on the eval-suite engine as a compat kind).
 The pure part (no network, no subprocess: a contract checks it), each checked against promptfoo
 0.121.20's own output:
 
-- reading a config into a test matrix (:mod:`~coalmine.promptfoo.config` and the modules it
-  uses: prompts, providers, tests files and CSV, vars expansion, ``defaultTest``, scenarios);
-- rendering templates as Nunjucks does (:mod:`~coalmine.promptfoo.nunjucks`);
+- reading a config into a test matrix (the subpackage :mod:`~coalmine.promptfoo.matrix`: the
+  config file, prompts, providers, tests files and CSV, vars expansion, ``defaultTest``,
+  scenarios, filters);
+- rendering templates as Nunjucks does (the subpackage :mod:`~coalmine.promptfoo.nunjucks`,
+  with JavaScript's values and JSON);
 - promptfoo's scoring rules for a row (:mod:`~coalmine.promptfoo.scoring`);
 - which coalmine grader grades each assertion type (:mod:`~coalmine.promptfoo.assertions`);
 - which coalmine agent stands for each provider (:mod:`~coalmine.promptfoo.providers`);
 - promptfoo's output document, built from coalmine's rows (:mod:`~coalmine.promptfoo.report`);
 - what a row's evaluation reads, shared by the direct run and the import
-  (:mod:`~coalmine.promptfoo.prepared`), and promptfoo's ``gradingResult``
+  (:mod:`~coalmine.promptfoo.matrix.prepared`), and promptfoo's ``gradingResult``
   (:mod:`~coalmine.promptfoo.grading`);
 - a config as coalmine suites and agents (:mod:`~coalmine.promptfoo.importer`), and a suite as
   a config (:mod:`~coalmine.promptfoo.exporter`).

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
 
-from coalmine.promptfoo._nunjucks_js import js_key, to_js
-from coalmine.promptfoo._nunjucks_json import js_json_parse, js_json_stringify
+from coalmine.promptfoo.nunjucks._js import js_key, to_js
+from coalmine.promptfoo.nunjucks._json import js_json_parse, js_json_stringify
 
 __all__ = ["REDACTED", "redact"]
 

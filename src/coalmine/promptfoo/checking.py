@@ -43,8 +43,9 @@ from coalmine.graders.base import GradeContext, JudgeFn
 from coalmine.graders.base import registry as graders
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import UNSUPPORTED, MappedAssertion, map_assertion
-from coalmine.promptfoo.filerefs import load_file_ref
 from coalmine.promptfoo.jsregex import python_pattern
+from coalmine.promptfoo.matrix.filerefs import load_file_ref
+from coalmine.promptfoo.matrix.sources import ReadError, is_code_file, split_file_url
 from coalmine.promptfoo.node import (
     JsError,
     JsUnsupported,
@@ -68,7 +69,6 @@ from coalmine.promptfoo.python_calls import (
     script_verdict,
 )
 from coalmine.promptfoo.scoring import AssertionOutcome, AssertSetOutcome
-from coalmine.promptfoo.sources import ReadError, is_code_file, split_file_url
 
 __all__ = ["AssertionScope", "RowError", "grade_assertions", "output_text", "unsupported_js"]
 

@@ -21,9 +21,9 @@ from coalmine.config import load_config
 from coalmine.errors import UsageError
 from coalmine.evals.plan import find_suites
 from coalmine.graders.base import grader_configs
-from coalmine.promptfoo.config import CONFIG_FILE
 from coalmine.promptfoo.exporter import Exported, export_suite
 from coalmine.promptfoo.importer import ImportPlan, add_agents, dump_yaml, plan_import
+from coalmine.promptfoo.matrix.config import CONFIG_FILE
 from coalmine.providers.base import provider_settings
 from coalmine.specs.suite import load_suite
 

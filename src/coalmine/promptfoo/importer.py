@@ -32,9 +32,9 @@ import yaml
 from coalmine.errors import ConfigError
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
-from coalmine.promptfoo.config import CONFIG_FILE
 from coalmine.promptfoo.matrix import Column, Matrix, load_matrix
-from coalmine.promptfoo.prepared import (
+from coalmine.promptfoo.matrix.config import CONFIG_FILE
+from coalmine.promptfoo.matrix.prepared import (
     config_env,
     default_delay_ms,
     prepared_test,

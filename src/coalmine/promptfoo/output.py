@@ -21,9 +21,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from coalmine.promptfoo.config import load_config as load_promptfoo_config
 from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.matrix import Matrix
+from coalmine.promptfoo.matrix.config import load_config as load_promptfoo_config
+from coalmine.promptfoo.matrix.sources import Problems
 from coalmine.promptfoo.report import (
     ReportColumn,
     ReportPrompt,
@@ -33,7 +34,6 @@ from coalmine.promptfoo.report import (
 )
 from coalmine.promptfoo.run import PromptfooRun, RunRow
 from coalmine.promptfoo.scoring import ComponentResult
-from coalmine.promptfoo.sources import Problems
 
 __all__ = [
     "config_section",

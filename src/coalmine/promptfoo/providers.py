@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from coalmine.promptfoo._llm_providers import Found, literal, map_anthropic, map_ollama, map_openai
-from coalmine.promptfoo.provider_refs import ProviderRef
+from coalmine.promptfoo.matrix.provider_refs import ProviderRef
 
 __all__ = [
     "MappedProvider",

@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from coalmine.promptfoo._nunjucks_js import js_key, js_truthy, to_js
-from coalmine.promptfoo._nunjucks_json import js_json_stringify
 from coalmine.promptfoo._redact import redact
 from coalmine.promptfoo.nunjucks import render_metric_name
+from coalmine.promptfoo.nunjucks._js import js_key, js_truthy, to_js
+from coalmine.promptfoo.nunjucks._json import js_json_stringify
 
 __all__ = [
     "PROMPTFOO_VERSION",

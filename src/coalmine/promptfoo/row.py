@@ -39,7 +39,8 @@ from coalmine.errors import ProviderError
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.checking import AssertionScope, RowError, grade_assertions, unsupported_js
-from coalmine.promptfoo.filerefs import load_var_file
+from coalmine.promptfoo.matrix.filerefs import load_var_file
+from coalmine.promptfoo.matrix.sources import ReadError
 from coalmine.promptfoo.node import JsError, JsUnsupported, NodeRuntime, NodeUnavailable
 from coalmine.promptfoo.node import transform_context as js_transform_context
 from coalmine.promptfoo.nunjucks import TemplateError, js_truthy, render_prompt
@@ -50,7 +51,6 @@ from coalmine.promptfoo.scoring import (
     graded_row,
     score_row,
 )
-from coalmine.promptfoo.sources import ReadError
 from coalmine.providers.base import AgentRequest, CallContext
 
 __all__ = ["PromptfooRow", "RowAgent", "RowResult", "RowTools", "evaluate_row"]

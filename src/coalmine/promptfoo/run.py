@@ -37,14 +37,14 @@ from coalmine.errors import CoalmineError, ConfigError
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.importer import plain_data
 from coalmine.promptfoo.matrix import Matrix, ProviderRef, Row, load_matrix
-from coalmine.promptfoo.node import NodeRuntime
-from coalmine.promptfoo.prepared import (
+from coalmine.promptfoo.matrix.prepared import (
     config_env,
     default_delay_ms,
     prepared_test,
     timeout_ms,
     unsupported_reason,
 )
+from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.providers import MappedProvider, map_providers
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
 from coalmine.providers.base import CallContext, provider_settings

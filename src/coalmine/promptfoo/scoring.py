@@ -54,9 +54,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from coalmine.promptfoo._nunjucks_js import js_number, js_to_fixed
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.nunjucks import render_metric_name
+from coalmine.promptfoo.nunjucks._js import js_number, js_to_fixed
 
 __all__ = [
     "AssertSetOutcome",

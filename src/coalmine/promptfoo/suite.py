@@ -43,8 +43,8 @@ from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.grading import grading_result
+from coalmine.promptfoo.matrix.prepared import as_test_case, unsupported_reason
 from coalmine.promptfoo.node import NodeRuntime
-from coalmine.promptfoo.prepared import as_test_case, unsupported_reason
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
 from coalmine.promptfoo.scoring import ComponentResult
 from coalmine.results import OUTPUT_LIMIT

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coalmine.promptfoo.config import RawConfig
-from coalmine.promptfoo.filerefs import load_file_refs
-from coalmine.promptfoo.sources import Doc, Problems, ReadError, load_yaml_text, read_text
+from coalmine.promptfoo.matrix.config import RawConfig
+from coalmine.promptfoo.matrix.filerefs import load_file_refs
+from coalmine.promptfoo.matrix.sources import Doc, Problems, ReadError, load_yaml_text, read_text
 
 __all__ = ["ProviderRef", "provider_matches", "read_providers"]
 

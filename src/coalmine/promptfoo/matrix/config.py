@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coalmine.promptfoo.filerefs import dereference, render_env
-from coalmine.promptfoo.sources import Doc, Problems, ReadError, load_yaml_text, read_text
+from coalmine.promptfoo.matrix.filerefs import dereference, render_env
+from coalmine.promptfoo.matrix.sources import Doc, Problems, ReadError, load_yaml_text, read_text
 
 __all__ = ["CONFIG_FILE", "RawConfig", "js_falsy", "load_config"]
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from coalmine.promptfoo.config import RawConfig
-from coalmine.promptfoo.filerefs import load_file_refs
-from coalmine.promptfoo.sources import (
+from coalmine.promptfoo.matrix.config import RawConfig
+from coalmine.promptfoo.matrix.filerefs import load_file_refs
+from coalmine.promptfoo.matrix.sources import (
     Problems,
     ReadError,
     glob_files,

@@ -5,7 +5,7 @@ file decides how promptfoo reads it, and two routes differ in ways that show in 
 
 - A ``.yaml``/``.yml``, or any path inside the ``tests:`` list (``loadTestsFromGlob``): YAML,
   strict JSON (``.json``) or JSON lines (``.jsonl``); ``file://`` values inside are loaded
-  (:func:`~coalmine.promptfoo.filerefs.load_file_refs`) and ``$ref`` resolved. No default
+  (:func:`~coalmine.promptfoo.matrix.filerefs.load_file_refs`) and ``$ref`` resolved. No default
   description.
 - ``tests: file://tests.json`` (or ``.jsonl``, ``.csv``) as the whole value
   (``readStandaloneTestsFile``): JSON read leniently, nothing loaded inside, and each test
@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from coalmine.promptfoo.config import RawConfig
-from coalmine.promptfoo.csvtests import csv_row_to_test, read_csv_rows
-from coalmine.promptfoo.filerefs import dereference, load_file_refs
-from coalmine.promptfoo.sources import (
+from coalmine.promptfoo.matrix.config import RawConfig
+from coalmine.promptfoo.matrix.csvtests import csv_row_to_test, read_csv_rows
+from coalmine.promptfoo.matrix.filerefs import dereference, load_file_refs
+from coalmine.promptfoo.matrix.sources import (
     Doc,
     Problems,
     ReadError,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coalmine.promptfoo.sources import Problems, is_code_file
+from coalmine.promptfoo.matrix.sources import Problems, is_code_file
 
 __all__ = ["ASSERTION_TYPES", "CsvRow", "assertion_from_string", "csv_row_to_test", "read_csv_rows"]
 

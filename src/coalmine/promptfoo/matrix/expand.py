@@ -3,7 +3,7 @@
 The declared tests (config, tests files, CSV rows) are followed by the scenario tests; a
 ``filterRange`` slices that list; each test gets ``defaultTest`` applied, then one evaluated
 test per repetition and combination of its list vars (the rules are in
-:mod:`coalmine.promptfoo.rules`). Load-time checks run here too, as promptfoo runs them:
+:mod:`coalmine.promptfoo.matrix.rules`). Load-time checks run here too, as promptfoo runs them:
 every assertion has a ``type``, and every ``prompts:``/``providers:`` filter entry names
 something that exists.
 """
@@ -18,11 +18,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from coalmine.promptfoo.assertion import Assertion
-from coalmine.promptfoo.config import RawConfig
-from coalmine.promptfoo.filerefs import load_file_ref
-from coalmine.promptfoo.prompt_refs import PromptRef
-from coalmine.promptfoo.provider_refs import ProviderRef, provider_matches
-from coalmine.promptfoo.rules import (
+from coalmine.promptfoo.matrix.config import RawConfig
+from coalmine.promptfoo.matrix.filerefs import load_file_ref
+from coalmine.promptfoo.matrix.prompt_refs import PromptRef
+from coalmine.promptfoo.matrix.provider_refs import ProviderRef, provider_matches
+from coalmine.promptfoo.matrix.rules import (
     default_test,
     merge_scenario_test,
     parse_filter_range,
@@ -31,8 +31,8 @@ from coalmine.promptfoo.rules import (
     repeat_count,
     var_combinations,
 )
-from coalmine.promptfoo.sources import Problems, ReadError
-from coalmine.promptfoo.testfiles import DeclaredTest, read_tests
+from coalmine.promptfoo.matrix.sources import Problems, ReadError
+from coalmine.promptfoo.matrix.testfiles import DeclaredTest, read_tests
 
 __all__ = ["MatrixTest", "build_tests"]
 

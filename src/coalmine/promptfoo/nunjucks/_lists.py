@@ -17,7 +17,7 @@ from typing import Any
 from jinja2 import pass_context
 from jinja2.runtime import Context
 
-from coalmine.promptfoo._nunjucks_js import (
+from coalmine.promptfoo.nunjucks._js import (
     UNDEFINED,
     JsArray,
     JsObject,
@@ -35,7 +35,7 @@ from coalmine.promptfoo._nunjucks_js import (
     repeat_count,
     strict_member,
 )
-from coalmine.promptfoo._nunjucks_runtime import TESTS
+from coalmine.promptfoo.nunjucks._runtime import TESTS
 
 __all__ = ["LIST_FILTERS", "items_of"]
 

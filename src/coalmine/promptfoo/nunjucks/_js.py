@@ -6,7 +6,7 @@ promptfoo renders templates with Nunjucks, which runs in JavaScript: a printed l
 :class:`JsArray` wrap mappings and lists (so a Python truthiness test and ``str()`` answer as
 JavaScript would), and the ``js_*`` functions implement the few abstract operations of the
 ECMAScript specification the templates reach (ToString, ToNumber, ``+``, ``==``, ``<``); the
-JSON functions are in :mod:`coalmine.promptfoo._nunjucks_json`. The helpers at the end
+JSON functions are in :mod:`coalmine.promptfoo.nunjucks._json`. The helpers at the end
 (:func:`normalize`, :func:`strict_member` …) are the small pieces of Nunjucks' ``lib`` the
 filters share.
 

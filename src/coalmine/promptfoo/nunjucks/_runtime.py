@@ -17,7 +17,7 @@ from typing import Any
 
 from jinja2 import Undefined
 
-from coalmine.promptfoo._nunjucks_js import (
+from coalmine.promptfoo.nunjucks._js import (
     UNDEFINED,
     JsArray,
     SafeStr,

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from coalmine.promptfoo.csvtests import read_csv_rows
-from coalmine.promptfoo.sources import (
+from coalmine.promptfoo.matrix.csvtests import read_csv_rows
+from coalmine.promptfoo.matrix.sources import (
     Problems,
     ReadError,
     glob_files,

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from coalmine.promptfoo._nunjucks_js import js_key, js_number, js_string, js_type, to_js
+from coalmine.promptfoo.nunjucks._js import js_key, js_number, js_string, js_type, to_js
 
 __all__ = ["js_json_parse", "js_json_stringify"]
 

@@ -8,10 +8,10 @@ process environment, and one custom filter, ``load`` (``JSON.parse``).
 Jinja2 parses the same syntax; what differs is what the values mean, because Nunjucks runs in
 JavaScript. So the parsed template is rewritten before it is compiled: ``+ - * / % ** //``,
 ``~``, comparisons, ``not``, ``if`` tests and loops call the JavaScript semantics of
-:mod:`coalmine.promptfoo._nunjucks_js`, list and dict literals become JavaScript arrays and
+:mod:`coalmine.promptfoo.nunjucks._js`, list and dict literals become JavaScript arrays and
 objects (``{a: 1}`` has the key ``"a"``, as in Nunjucks), printed values are stringified as
 JavaScript does (``[object Object]``, ``a,b``, ``true``, ``1``), and the filters, tests and
-globals are exactly Nunjucks' (see :mod:`coalmine.promptfoo._nunjucks_filters`).
+globals are exactly Nunjucks' (see :mod:`coalmine.promptfoo.nunjucks._filters`).
 
 Known differences, all rare in prompts: ``{% set %}`` inside a loop does not change a variable
 outside it (Nunjucks does); ``===``/``!==``, regex literals ``r/…/`` and ``{% include %}`` /
@@ -37,9 +37,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coalmine.promptfoo._nunjucks_env import SHADOWED_PREFIX, TemplateError, compile_template
-from coalmine.promptfoo._nunjucks_js import js_key, js_key_order, js_string, js_truthy, to_js
-from coalmine.promptfoo._nunjucks_json import js_json_parse, js_json_stringify
+from coalmine.promptfoo.nunjucks._env import SHADOWED_PREFIX, TemplateError, compile_template
+from coalmine.promptfoo.nunjucks._js import js_key, js_key_order, js_string, js_truthy, to_js
+from coalmine.promptfoo.nunjucks._json import js_json_parse, js_json_stringify
 
 __all__ = [
     "RenderedPrompt",

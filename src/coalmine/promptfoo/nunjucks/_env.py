@@ -2,7 +2,7 @@
 
 The parsed template is rewritten before it is compiled (:class:`_JavaScriptSemantics`): ``+ - *
 / % ** //``, ``~``, comparisons, ``not``, ``if`` tests and loops call the JavaScript semantics of
-:mod:`coalmine.promptfoo._nunjucks_js`; list and dict literals become JavaScript arrays and
+:mod:`coalmine.promptfoo.nunjucks._js`; list and dict literals become JavaScript arrays and
 objects (``{a: 1}`` has the key ``"a"``, as in Nunjucks). Printed values are stringified as
 JavaScript does, member lookups follow ``memberLookup``, and the filters, tests and globals are
 exactly Nunjucks' own plus promptfoo's ``load``.
@@ -21,9 +21,9 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.visitor import NodeTransformer
 
 from coalmine.errors import ConfigError
-from coalmine.promptfoo._nunjucks_filters import FILTERS
-from coalmine.promptfoo._nunjucks_js import js_add, js_arith, js_string, js_truthy, to_js
-from coalmine.promptfoo._nunjucks_runtime import (
+from coalmine.promptfoo.nunjucks._filters import FILTERS
+from coalmine.promptfoo.nunjucks._js import js_add, js_arith, js_string, js_truthy, to_js
+from coalmine.promptfoo.nunjucks._runtime import (
     GLOBALS,
     TESTS,
     is_js_value,

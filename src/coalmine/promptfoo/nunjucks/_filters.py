@@ -1,7 +1,7 @@
 """Nunjucks 3.2.4's built-in string and number filters, plus promptfoo's ``load`` filter.
 
 :data:`FILTERS` is the whole set (the list filters come from
-:mod:`coalmine.promptfoo._nunjucks_lists`). Each one does what its Nunjucks namesake does in
+:mod:`coalmine.promptfoo.nunjucks._lists`). Each one does what its Nunjucks namesake does in
 JavaScript (``nunjucks/src/filters.js``), oddities included: ``default`` replaces only
 ``undefined`` unless its second argument is true, ``indent(0)`` indents by 4, ``wordcount`` of
 ``""`` is ``null``, ``int`` is ``parseInt`` (``"3.7"`` gives 3). Filters that Jinja2 has and
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from coalmine.promptfoo._nunjucks_js import (
+from coalmine.promptfoo.nunjucks._js import (
     JS_SPACE,
     UNDEFINED,
     SafeStr,
@@ -39,8 +39,8 @@ from coalmine.promptfoo._nunjucks_js import (
     repeat_count,
     strict_member,
 )
-from coalmine.promptfoo._nunjucks_json import js_json_parse, js_json_stringify
-from coalmine.promptfoo._nunjucks_lists import LIST_FILTERS, first, items_of
+from coalmine.promptfoo.nunjucks._json import js_json_parse, js_json_stringify
+from coalmine.promptfoo.nunjucks._lists import LIST_FILTERS, first, items_of
 
 __all__ = ["FILTERS"]
 

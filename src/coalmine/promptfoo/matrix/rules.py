@@ -22,9 +22,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from coalmine.promptfoo.prompt_refs import PromptRef
-from coalmine.promptfoo.provider_refs import ProviderRef, provider_matches
-from coalmine.promptfoo.sources import ReadError, glob_files, js_keys
+from coalmine.promptfoo.matrix.prompt_refs import PromptRef
+from coalmine.promptfoo.matrix.provider_refs import ProviderRef, provider_matches
+from coalmine.promptfoo.matrix.sources import ReadError, glob_files, js_keys
 
 __all__ = [
     "default_test",

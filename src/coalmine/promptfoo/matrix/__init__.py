@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coalmine.promptfoo.config import CONFIG_FILE, load_config
-from coalmine.promptfoo.expand import MatrixTest, build_tests
-from coalmine.promptfoo.prompt_refs import PromptRef, read_prompts
-from coalmine.promptfoo.provider_refs import ProviderRef, read_providers
-from coalmine.promptfoo.rules import prompt_allowed, provider_allowed
-from coalmine.promptfoo.sources import Problems
+from coalmine.promptfoo.matrix.config import CONFIG_FILE, load_config
+from coalmine.promptfoo.matrix.expand import MatrixTest, build_tests
+from coalmine.promptfoo.matrix.prompt_refs import PromptRef, read_prompts
+from coalmine.promptfoo.matrix.provider_refs import ProviderRef, read_providers
+from coalmine.promptfoo.matrix.rules import prompt_allowed, provider_allowed
+from coalmine.promptfoo.matrix.sources import Problems
 
 __all__ = ["Column", "Matrix", "MatrixTest", "PromptRef", "ProviderRef", "Row", "load_matrix"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coalmine.promptfoo.expand import MatrixTest
+from coalmine.promptfoo.matrix.expand import MatrixTest
 
 __all__ = [
     "config_env",
