@@ -11,7 +11,7 @@ from importlib.metadata import version
 
 import pytest
 
-from coalmine.cli.main import COMMANDS, _version, main
+from coalmine.cli.main import COMMANDS, _version, cli, main
 
 FEATURES = (
     "coalmine.canary",
@@ -91,8 +91,6 @@ def test_version_prints_the_installed_version() -> None:
 def test_the_table_names_each_command_with_its_own_help(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from coalmine.cli.main import cli
-
     module, attribute, help_line = COMMANDS[name]
     command = cli.commands[name]
     assert command is getattr(sys.modules[module], attribute)
