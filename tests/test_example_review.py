@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLE = Path(__file__).parent.parent / "examples" / "review"
 
 
@@ -17,6 +19,7 @@ def review(root: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_example_passes_then_a_sloppier_reviewer_regresses(tmp_path: Path) -> None:
     root = tmp_path / "review"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".coalmine", "sessions"))

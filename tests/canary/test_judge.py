@@ -280,6 +280,7 @@ def test_no_judge_flag_skips_the_judge(project: Project, openai_server: FakeOpen
     assert openai_server.requests == []
 
 
+@pytest.mark.slow
 def test_no_secret_reaches_a_file_or_the_terminal(
     project: Project, openai_server: FakeOpenAI
 ) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.helpers.processes import wait_gone
 from tests.helpers.project import Project
 
@@ -20,6 +22,7 @@ def qa_project(project: Project, body: str = ECHO_INJECTION) -> None:
     project.config({"agents": {"QA Coordinator": {"provider": "command", "argv": argv}}})
 
 
+@pytest.mark.slow
 def test_second_run_same_day_writes_dash_2_and_never_overwrites(project: Project) -> None:
     qa_project(project)
     project.canary("qa-001-login")
@@ -61,6 +64,7 @@ def test_format_json_prints_exactly_the_result_file(project: Project) -> None:
     }
 
 
+@pytest.mark.slow
 def test_selectors_pick_one_and_reject_unknown_or_ambiguous(project: Project) -> None:
     qa_project(project)
     project.canary("qa-001-login")
@@ -174,6 +178,7 @@ def test_jobs_run_canaries_concurrently(project: Project) -> None:
     assert max(s for s, _ in spans) < min(e for _, e in spans)
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_canaries_and_exits_3(project: Project) -> None:
     body = (
         "import os, sys, time\n"

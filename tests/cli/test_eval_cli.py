@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 import yaml
 
 from tests.helpers.openai_server import FakeOpenAI, Reply
@@ -129,6 +130,7 @@ def test_a_non_blocking_suite_alone_failing_exits_0(project: Project) -> None:
     assert (result["blocking"], result["failed"]) == (False, 1)
 
 
+@pytest.mark.slow
 def test_bad_lines_exit_2_and_eval_list_reports_them(project: Project) -> None:
     setup(project)
     path = suite(
@@ -190,6 +192,7 @@ def test_json_format_filter_repeats_and_reducer(project: Project) -> None:
     assert [f["id"] for f in result["failures"]] == ["f0"]
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2_with_a_clear_message(project: Project) -> None:
     setup(project)
     suite(project, "smoke", [case("a", "yes", contains("yes"))])
@@ -205,6 +208,7 @@ def test_usage_errors_exit_2_with_a_clear_message(project: Project) -> None:
     assert calls(project) == []
 
 
+@pytest.mark.slow
 def test_concurrency_flag_and_the_agents_max_concurrency(
     project: Project, openai_server: FakeOpenAI
 ) -> None:
@@ -227,6 +231,7 @@ def test_concurrency_flag_and_the_agents_max_concurrency(
     assert openai_server.max_in_flight == 2  # the agent's limit is below -c
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_cases_and_resume_finishes_without_recalling_them(
     project: Project,
 ) -> None:
@@ -270,6 +275,7 @@ def test_ctrl_c_keeps_finished_cases_and_resume_finishes_without_recalling_them(
     assert sorted(again) == sorted(set(ids) - set(stored))  # no stored case was called again
 
 
+@pytest.mark.slow
 def test_runs_list_and_show_know_eval_runs(project: Project) -> None:
     setup(project)
     suite(project, "mix", [case("a", "yes", contains("yes")), case("b", "no", contains("yes"))])

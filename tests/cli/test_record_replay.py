@@ -124,6 +124,7 @@ def test_a_replay_agent_in_the_config(project: Project, tmp_path: Path) -> None:
     assert [r["verdict"] for r in json.loads(proc.stdout)["results"]] == ["PASS"] * 3
 
 
+@pytest.mark.slow
 def test_an_eval_run_records_then_replays_with_the_server_gone(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

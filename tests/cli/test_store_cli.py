@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.project import Project
 
 # Each call appends "<case id>" to calls.log, then answers after a short pause.
@@ -52,6 +54,7 @@ def db_rows(project: Project, sql: str) -> list[tuple[object, ...]]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_runs_no_finished_case_twice(project: Project, tmp_path: Path) -> None:
     ids = counting_project(project)
     (project.root / "delay").write_text("0.3")
@@ -95,6 +98,7 @@ def test_kill_9_then_resume_runs_no_finished_case_twice(project: Project, tmp_pa
     ]
 
 
+@pytest.mark.slow
 def test_ctrl_c_prints_the_resume_command_and_resume_finishes(project: Project) -> None:
     counting_project(project, n=3)
     (project.root / "delay").write_text("0.5")
@@ -155,6 +159,7 @@ def _result_file(path: Path, verdicts: list[str], scores: list[float]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_compare_prints_exact_regressions_and_mcnemar_p(project: Project) -> None:
     project.config({"agents": {}})
     base = _result_file(
@@ -183,6 +188,7 @@ def test_compare_prints_exact_regressions_and_mcnemar_p(project: Project) -> Non
     assert direct.stdout == out.stdout
 
 
+@pytest.mark.slow
 def test_cache_answers_repeat_runs_and_explains_misses(project: Project) -> None:
     counting_project(project, n=2)
     first = project.run_cli("canary", "run", "--cache", "--display", "none")
@@ -203,6 +209,7 @@ def test_cache_answers_repeat_runs_and_explains_misses(project: Project) -> None
     assert "miss: the cached answer's text is missing or damaged" in fourth.stdout
 
 
+@pytest.mark.slow
 def test_runs_list_show_and_report(project: Project) -> None:
     counting_project(project, n=2)
     run = project.run_cli("canary", "run", "--display", "none")

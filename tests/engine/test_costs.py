@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from coalmine.config import Price
 from coalmine.engine.costs import priced
 from coalmine.store.evals import iter_attempts
@@ -56,6 +58,7 @@ def answer(received: object) -> Reply:
     return Reply(text="SQL injection found", usage=usage, model="agent-model-2026-01-01")
 
 
+@pytest.mark.slow
 def test_a_run_sums_tokens_by_role_and_prices_what_it_can(
     project: Project, openai_server: FakeOpenAI
 ) -> None:
@@ -81,6 +84,7 @@ def test_a_run_sums_tokens_by_role_and_prices_what_it_can(
     assert "Cost: 0.0112" in table.stdout
 
 
+@pytest.mark.slow
 def test_max_cost_stops_the_run_resumably(project: Project, openai_server: FakeOpenAI) -> None:
     openai_server.default = answer
     configure(project, openai_server)

@@ -44,6 +44,7 @@ class StopAtHalf(Hooks):
             self.stop.set()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_100k_suite_interrupted_half_way_resumes_without_calling_a_case_twice(
     tmp_path: Path,

@@ -119,6 +119,7 @@ def test_apply_writes_exactly_the_plan_and_the_manifest_records_it(tmp_path: Pat
     assert code == 0 and "nothing new to propose (adopted: agent-runtime)" in out
 
 
+@pytest.mark.slow
 def test_the_written_suites_run(tmp_path: Path) -> None:
     root = agent_repo(tmp_path / "repo")
     assert invoke(root, "init", "--apply", "--no-diff")[0] == 0

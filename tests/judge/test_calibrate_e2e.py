@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.helpers.openai_server import FakeOpenAI, Received, Reply
@@ -82,6 +83,7 @@ def suite(project: Project, criteria: dict[str, str]) -> None:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_judge_that_disagrees_at_a_known_rate_stays_advisory(
     project: Project, openai_server: FakeOpenAI
 ) -> None:
@@ -113,6 +115,7 @@ def test_a_judge_that_disagrees_at_a_known_rate_stays_advisory(
     assert (run.returncode, result["failed"], result["gate"]["blockingFailures"]) == (0, 1, 0)
 
 
+@pytest.mark.slow
 def test_an_agreeing_judge_may_block_until_the_rubric_is_edited(
     project: Project, openai_server: FakeOpenAI
 ) -> None:
@@ -141,6 +144,7 @@ def test_an_agreeing_judge_may_block_until_the_rubric_is_edited(
     assert "<script" not in page
 
 
+@pytest.mark.slow
 def test_a_quorum_reports_how_often_its_judges_disagree(
     project: Project, openai_server: FakeOpenAI
 ) -> None:

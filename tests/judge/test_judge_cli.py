@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from coalmine.judge.labels import load_labels, split_of
 from tests.helpers.openai_server import FakeOpenAI, Received, Reply
 from tests.helpers.project import Project
@@ -18,6 +20,7 @@ def faithful(received: Received) -> Reply:
     return Reply(text=json.dumps({"criteria": criteria}))
 
 
+@pytest.mark.slow
 def test_redteam_reports_the_containment_of_a_faithful_judge(
     project: Project, openai_server: FakeOpenAI
 ) -> None:

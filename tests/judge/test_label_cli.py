@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from coalmine.graders.judged import judge_prompt_identity
@@ -54,6 +55,7 @@ def items(path: Path) -> dict[str, Any]:
     return {item.id: item for item in loaded.items}
 
 
+@pytest.mark.slow
 def test_label_an_eval_run_resume_and_add_a_second_labeller(project: Project) -> None:
     contains = {"type": "contains", "config": {"value": "answer"}}
     long_prompt = "x" * 5000
@@ -126,6 +128,7 @@ def scripted_judge(received: Received) -> Reply:
     return Reply(text=json.dumps(verdict), model=received.body["model"])
 
 
+@pytest.mark.slow
 def test_criteria_come_from_the_cases_judge_grader_and_notes_are_asked(
     project: Project, openai_server: FakeOpenAI
 ) -> None:
@@ -159,6 +162,7 @@ def test_criteria_come_from_the_cases_judge_grader_and_notes_are_asked(
     )
 
 
+@pytest.mark.slow
 def test_a_canary_run_needs_criteria_or_a_rubric_and_q_stops(project: Project) -> None:
     argv = project.agent_script("qa", "import sys\nsys.stdin.read()\nprint('SQL injection')\n")
     project.config({"agents": {"QA Coordinator": {"provider": "command", "argv": argv}}})

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.helpers.project import Project
@@ -182,6 +183,7 @@ def test_models_and_samples_run_side_by_side(project: Project) -> None:
     )
 
 
+@pytest.mark.slow
 def test_runs_show_lets_an_audit_see_what_each_role_saw(project: Project) -> None:
     setup(project)
     assert project.run_cli("review", "run").returncode == 0
