@@ -40,6 +40,28 @@ def test_second_run_same_day_writes_dash_2_and_never_overwrites(project: Project
     assert f"{stem}-2.json" in second.stdout
 
 
+def test_one_canary_is_counted_in_the_singular(project: Project) -> None:
+    qa_project(project)
+    project.canary("qa-001-login")
+    run = project.run_cli("canary", "run", "--display", "plain")
+    assert run.returncode == 0, run.stderr
+    assert "coalmine: running 1 canary (judge: none)" in run.stderr
+    listed = project.run_cli("canary", "list")
+    assert "\n1 canary, 0 invalid; judge: unset" in listed.stdout
+
+
+def test_resume_given_a_selector_says_how_to_run_it(project: Project) -> None:
+    qa_project(project)
+    project.canary("qa-001-login")
+    proc = project.run_cli("canary", "run", "--resume", "qa-001")
+    assert proc.returncode == 2
+    assert "error: no run matches 'qa-001'" in proc.stderr
+    assert "hint: 'qa-001' selects canaries, not a run: `coalmine canary run qa-001`" in proc.stderr
+    other = project.run_cli("canary", "run", "--resume", "01NOSUCHRUN")
+    assert other.returncode == 2
+    assert "hint:" not in other.stderr  # not a selector either: no hint to give
+
+
 def test_format_json_prints_exactly_the_result_file(project: Project) -> None:
     qa_project(project)
     project.canary("qa-001-login")
@@ -109,6 +131,17 @@ def test_timeout_is_agent_error_fail(project: Project) -> None:
     assert result["reason"] == "agent_error"
     assert result["composite_score"] == 0.0
     assert "timed out after 0.5s" in result["error"]
+
+
+@pytest.mark.parametrize("command", [("canary", "run"), ("eval", "run")])
+def test_without_a_config_a_run_says_that_coalmine_init_proposes_one(
+    project: Project, command: tuple[str, str]
+) -> None:
+    missing = project.run_cli(*command)
+    assert missing.returncode == 2
+    assert "error: no coalmine.yaml" in missing.stderr
+    assert f"hint: `coalmine init --root {project.root.resolve()}` proposes one" in missing.stderr
+    assert "Traceback" not in missing.stderr
 
 
 def test_missing_config_and_typos_are_exit_2_with_file_and_line(project: Project) -> None:

@@ -12,11 +12,13 @@ from pathlib import Path
 
 from coalmine._source import Problem, did_you_mean
 from coalmine.config import AgentConfig, Config, load_config
+from coalmine.engine.history import resumable_run
 from coalmine.errors import ConfigError, UsageError
 from coalmine.graders.base import grader_configs
 from coalmine.graders.base import registry as graders
 from coalmine.providers.base import provider_settings
 from coalmine.specs.loader import InvalidSpec, LoadedSpec, load_canary_specs, select_specs
+from coalmine.store.runs import RunInfo, Store
 
 CANARIES_DIR = Path("bench") / "canaries"
 RESULTS_DIR = Path("bench") / "results"
@@ -121,3 +123,28 @@ def require_judge(plan: CanaryPlan, *, disabled: bool) -> None:
         "llm-judge graders",
         path=where,
     )
+
+
+def run_to_resume(store: Store, ref: str, *, root: Path, config: Config) -> RunInfo:
+    """The canary run ``--resume REF`` names (``latest``: the newest unfinished one).
+
+    Raises:
+        UsageError: no such unfinished run; when ``ref`` is a selector of the project's canaries
+            instead (``--resume qa-001``), the hint says how to run them.
+    """
+    try:
+        return resumable_run(store, ref)
+    except UsageError as exc:
+        if ref != "latest" and _selects(ref, root, config):
+            exc.hint = (
+                f"{ref!r} selects canaries, not a run: `coalmine canary run {ref}` runs them, "
+                "and `--resume` alone finishes the latest unfinished run"
+            )
+        raise
+
+
+def _selects(selector: str, root: Path, config: Config) -> bool:
+    try:
+        return bool(plan_canaries(root, selectors=[selector], config=config).canaries)
+    except (UsageError, ConfigError):
+        return False

@@ -13,9 +13,9 @@ import anyio
 import click
 
 from coalmine.canary.estimate import DryRun, estimate
-from coalmine.canary.plan import CanaryPlan, plan_canaries, require_judge
+from coalmine.canary.plan import CanaryPlan, plan_canaries, require_judge, run_to_resume
 from coalmine.canary.run import CanaryOutcome, run_canaries
-from coalmine.cli.display import DisplayType, make_display
+from coalmine.cli.display import DisplayType, counted, make_display
 from coalmine.cli.options import (
     cache_option,
     display_option,
@@ -29,7 +29,10 @@ from coalmine.cli.options import (
 )
 from coalmine.compare import compare_runs
 from coalmine.engine.events import Hooks
-from coalmine.engine.history import baseline_run, project_config, resumable_run
+from coalmine.engine.history import (
+    baseline_run,
+    require_project_config,
+)
 from coalmine.errors import ConfigError, UsageError
 from coalmine.reports.base import write_report
 from coalmine.reports.json import render_json
@@ -113,12 +116,7 @@ def run_command(
         click.echo(render_dry_run(estimate(plan_canaries(root, selectors=selectors),
                                            no_judge=no_judge)), nl=False)  # fmt: skip
         return 0
-    config = project_config(root)
-    if config.path is None:
-        raise ConfigError(
-            f"no coalmine.yaml (or [tool.coalmine] in pyproject.toml) in {config.root}; "
-            "create one that maps your agents to providers (see the README)"
-        )
+    config = require_project_config(root)
     store = Store.open(store_path or config.store_path)
     try:
         resume_id = None
@@ -127,7 +125,7 @@ def run_command(
                 raise UsageError(
                     "--resume runs the selection of the resumed run; drop the selectors"
                 )
-            info = resumable_run(store, resume)
+            info = run_to_resume(store, resume, root=root, config=config)
             resume_id, selectors = info.id, tuple(info.selectors)
             no_judge = no_judge or bool(info.options.get("no_judge"))
         plan = plan_canaries(root, selectors=selectors, config=config)
@@ -221,7 +219,8 @@ def list_command(root: Path) -> int:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
     judge = plan.config.judge
     judge_text = f"{judge.name} ({judge.provider})" if judge else plan.config.judge_mode
-    click.echo(f"\n{len(plan.canaries)} canaries, {len(plan.invalid)} invalid; judge: {judge_text}")
+    found = counted(len(plan.canaries), "canary", "canaries")
+    click.echo(f"\n{found}, {len(plan.invalid)} invalid; judge: {judge_text}")
     for invalid in plan.invalid:
         label = f" [{short_id(invalid.spec_id)}]" if invalid.spec_id else ""
         click.echo(f"invalid{label}:", err=True)

@@ -45,6 +45,11 @@ LESSONS_SHOWN = 10
 LESSON_CHARS = 200
 
 
+def counted(n: int, one: str, many: str) -> str:
+    """``1 canary``, ``3 canaries``: a count with its noun in the right number."""
+    return f"{n} {one if n == 1 else many}"
+
+
 class Display(Hooks):
     """A display is a set of hooks that may hold a terminal resource while the run lasts."""
 
@@ -109,7 +114,8 @@ class PlainDisplay(Display):
     async def on_run_start(self, event: RunStart) -> None:
         """Say what will run."""
         judge = event.judge or "none"
-        print(f"coalmine: running {event.total} canaries (judge: {judge})", file=self.stream)
+        what = counted(event.total, "canary", "canaries")
+        print(f"coalmine: running {what} (judge: {judge})", file=self.stream)
 
     async def on_case_end(self, event: CaseEnd) -> None:
         """Print the canary's verdict."""

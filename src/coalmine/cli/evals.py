@@ -23,7 +23,7 @@ from coalmine.cli.options import (
     root_option,
     store_option,
 )
-from coalmine.engine.history import project_config, resumable_run
+from coalmine.engine.history import require_project_config, resumable_run
 from coalmine.errors import ConfigError, UsageError
 from coalmine.evals.plan import EvalPlan, Selection, plan_evals, require_eval_judge
 from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
@@ -153,12 +153,7 @@ def run_command(
         )  # fmt: skip
     if record_to is not None and replay_from is not None:
         raise UsageError("--record and --replay exclude each other: record once, then replay")
-    config = project_config(root)
-    if config.path is None:
-        raise ConfigError(
-            f"no coalmine.yaml (or [tool.coalmine] in pyproject.toml) in {config.root}; "
-            "create one that maps your agents to providers (see the README)"
-        )
+    config = require_project_config(root)
     selection = Selection(filters, limit, shuffle, repeats, reducer)
     store = Store.open(store_path or config.store_path)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from coalmine.config import Config, load_config
-from coalmine.errors import UsageError
+from coalmine.errors import ConfigError, UsageError
 from coalmine.providers.base import provider_settings
 from coalmine.results import CanaryRun, CaseResult, Grade, RunTotals, Verdict
 from coalmine.store.evals import Attempt, iter_attempts, run_suites
@@ -23,6 +23,26 @@ def open_store(root: Path, *, path: Path | None = None) -> Store:
 def project_config(root: Path) -> Config:
     """Load the project's config (for its store path)."""
     return load_config(root, providers=provider_settings())
+
+
+def require_project_config(root: Path) -> Config:
+    """Load the project's config, which a run needs (it names the agents).
+
+    Raises:
+        ConfigError: there is none; its hint is the command that writes one.
+    """
+    config = project_config(root)
+    if config.path is None:
+        error = ConfigError(
+            f"no coalmine.yaml (or [tool.coalmine] in pyproject.toml) in {config.root}; "
+            "create one that maps your agents to providers (see the README)"
+        )
+        where = "" if config.root == Path.cwd().resolve() else f" --root {config.root}"
+        error.hint = (
+            f"`coalmine init{where}` proposes one for this repository (`--apply` writes it)"
+        )
+        raise error
+    return config
 
 
 def load_run(store: Store, ref: str) -> CanaryRun:
