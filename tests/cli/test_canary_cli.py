@@ -62,6 +62,20 @@ def test_resume_given_a_selector_says_how_to_run_it(project: Project) -> None:
     assert "hint:" not in other.stderr  # not a selector either: no hint to give
 
 
+def test_a_cost_limit_over_unpriced_agents_says_it_may_limit_nothing(project: Project) -> None:
+    qa_project(project)
+    project.canary("qa-001-login")
+    proc = project.run_cli("canary", "run", "--max-cost", "5", "--display", "none")
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "warning: --max-cost counts a call at the cost its provider reports, else at its model's "
+        "price under 'pricing:'; there is no price for QA Coordinator (no model), so it may limit "
+        "nothing"
+    ) in proc.stderr
+    quiet = project.run_cli("canary", "run", "--display", "none")
+    assert "warning" not in quiet.stderr  # no limit asked, nothing to say
+
+
 def test_format_json_prints_exactly_the_result_file(project: Project) -> None:
     qa_project(project)
     project.canary("qa-001-login")

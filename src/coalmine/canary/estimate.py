@@ -81,3 +81,22 @@ def _planned(name: str, settings: object, pricing: Mapping[str, Price]) -> Plann
 
 def _tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def cost_limit_warning(plan: CanaryPlan, *, no_judge: bool) -> str | None:
+    """What a cost limit cannot count in this run: the calls whose model has no price.
+
+    A call is counted at its provider's reported cost, else at its model's ``pricing:`` entry;
+    without either it costs nothing, so a limit over unpriced agents limits nothing.
+    """
+    planned = estimate(plan, no_judge=no_judge)
+    calls = [*planned.agents, *([planned.judge] if planned.judge is not None else [])]
+    unpriced = [c for c in calls if c.price is None]
+    if not unpriced:
+        return None
+    named = ", ".join(f"{c.name} ({c.model or 'no model'})" for c in unpriced)
+    nothing = ", so it may limit nothing" if len(unpriced) == len(calls) else ""
+    return (
+        "--max-cost counts a call at the cost its provider reports, else at its model's price "
+        f"under 'pricing:'; there is no price for {named}{nothing}"
+    )

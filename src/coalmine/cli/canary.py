@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import click
 
-from coalmine.canary.estimate import DryRun, estimate
+from coalmine.canary.estimate import DryRun, cost_limit_warning, estimate
 from coalmine.canary.plan import CanaryPlan, plan_canaries, require_judge, run_to_resume
 from coalmine.canary.run import CanaryOutcome, run_canaries
 from coalmine.cli.display import DisplayType, counted, make_display
@@ -129,6 +129,8 @@ def run_command(
             resume_id, selectors = info.id, tuple(info.selectors)
             no_judge = no_judge or bool(info.options.get("no_judge"))
         plan = plan_canaries(root, selectors=selectors, config=config)
+        if max_cost is not None and (unpriced := cost_limit_warning(plan, no_judge=no_judge)):
+            click.echo(f"warning: {unpriced}", err=True)
         try:
             require_judge(plan, disabled=no_judge)
         except ConfigError as exc:
