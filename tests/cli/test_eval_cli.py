@@ -115,8 +115,13 @@ def test_a_blocking_failure_exits_1_and_lists_why(project: Project) -> None:
     # 1 of 2 passed: 0.5; Wilson (0.095, 0.905)
     assert rows["bad"] == ["2", "1", "1", "0", "0.5000", "0.095–0.905", "FAIL"]
     assert rows["soft"][:2] == ["1", "0"] and rows["soft"][-2:] == ["FAIL", "(advisory)"]
-    assert "bad fails (every case passes); 1 case failed or errored on graders" in proc.stdout
-    assert "soft fails (every case passes); 1 case failed or errored on graders" in proc.stdout
+    assert (
+        "bad fails its gate (no case may fail on a grader that may block): 1 case failed or "
+        "errored on graders that may block:"
+    ) in proc.stdout
+    assert (
+        "soft fails its gate (no case may fail on a grader that may block): 1 case" in proc.stdout
+    )
     assert proc.stdout.count("  FAIL no: contains failed: missing 'yes'") == 2
     assert proc.stderr == ""
 

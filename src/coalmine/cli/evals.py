@@ -27,6 +27,7 @@ from coalmine.engine.history import require_project_config, resumable_run
 from coalmine.errors import ConfigError, UsageError
 from coalmine.evals.plan import EvalPlan, Selection, plan_evals, require_eval_judge
 from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
+from coalmine.evals.summary import gate_in_words
 from coalmine.promptfoo.output import promptfoo_document, render_table, rows_json
 from coalmine.promptfoo.report import dump_promptfoo_output
 from coalmine.promptfoo.run import run_promptfoo
@@ -312,12 +313,7 @@ def render_suites(results: list[EvalSuiteResult]) -> str:
     for r in results:
         if r.failures:
             lines.append("")
-            holds = "holds" if r.gate.passed else "fails"
-            n = r.gate.blocking_failures
-            lines.append(
-                f"{r.suite_id} {holds} ({r.gate.rule}); {n} case{'s' if n != 1 else ''} "
-                "failed or errored on graders that may block:"
-            )
+            lines.append(gate_in_words(r.suite_id, r.gate) + ":")
             for f in r.failures:
                 mark = "advisory " if f.advisory else ""
                 lines.append(f"  {mark}{f.status.upper()} {f.id}: {f.reason.splitlines()[0]}")

@@ -39,6 +39,10 @@ FAILURES_LISTED = 20
 """Failures (and bad lines) a suite's result lists."""
 
 
+EVERY_CASE = "every case passes"
+"""The gate's rule without a ``min_score`` (with one, ``score >= <min_score>``)."""
+
+
 def write_suite_result(
     store: Store,
     run_id: str,
@@ -175,7 +179,7 @@ def summarise_attempts(
     if group:
         _add_case(s, group, reducer, repeats)
     if min_score is None:
-        rule = "every case passes"
+        rule = EVERY_CASE
         ok = s.blocking_failures == 0
     else:
         rule = f"score >= {min_score:g}"
@@ -244,3 +248,15 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
                 id=case_id, status="fail", reason=reason[:500], advisory=value_b >= 0.5 - EPSILON
             )
         )
+
+
+def gate_in_words(suite: str, gate: EvalGate) -> str:
+    """The gate's verdict as a sentence that states the rule and the count that broke it."""
+    n = gate.blocking_failures
+    failed = f"{n} case{'s' if n != 1 else ''} failed or errored on graders that may block"
+    if gate.rule == EVERY_CASE:
+        if gate.passed:
+            return f"{suite} holds its gate (no case may fail on a grader that may block)"
+        return f"{suite} fails its gate (no case may fail on a grader that may block): {failed}"
+    verdict = "holds" if gate.passed else "fails"
+    return f"{suite} {verdict} its gate ({gate.rule}, over the graders that may block); {failed}"
