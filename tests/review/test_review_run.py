@@ -199,3 +199,14 @@ def test_runs_show_lets_an_audit_see_what_each_role_saw(project: Project) -> Non
     assert calls["reviewer"]["inputs"] == ["diff", "resolver", "prompt"]
     assert "reports the flaw" not in calls["reviewer"]["prompt"]
     assert calls["grader"]["prompt_sha256"].startswith("sha256:")
+
+
+def test_runs_list_counts_a_review_runs_evals(project: Project) -> None:
+    setup(project)
+    assert project.run_cli("review", "run").returncode == 0
+    listed = project.run_cli("runs", "list")
+    assert listed.returncode == 0, listed.stderr
+    row = next(line.split() for line in listed.stdout.splitlines() if " review " in line)
+    # ID KIND (no label) STARTED (date, time) STATUS PASSED SCORE [COMMIT]
+    assert row[1] == "review" and row[4:6] == ["finished", "1/1"], row
+    assert float(row[6]) == 1.0, row

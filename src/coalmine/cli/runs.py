@@ -9,7 +9,7 @@ import click
 
 from coalmine.cli.evals import render_suites
 from coalmine.cli.options import root_option, store_option
-from coalmine.engine.history import open_store, read_result_file
+from coalmine.engine.history import open_store, read_result_file, tally_run
 from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_markdown
 from coalmine.results import format_score
@@ -28,24 +28,16 @@ def runs() -> None:
 def list_command(root: Path, store_path: Path | None, limit: int) -> int:
     """List the newest runs: id, kind, label, status, pass count, score, commit.
 
-    A canary run's score is its mean composite; an eval run's is the mean of its suites' scores.
+    A canary run's score is its mean composite; an eval run's is the mean of its suites' scores;
+    a review run's counts its evals' runs.
     """
     store = open_store(root, path=store_path)
     try:
         rows = [("ID", "KIND", "LABEL", "STARTED", "STATUS", "PASSED", "SCORE", "COMMIT")]
         for info in store.list_runs(limit=limit):
-            s = info.summary
-            passed = f"{s.passed}/{s.total}" if s else f"?/{info.cases}"
-            composite = (
-                format_score(s.composite_score) if s and s.composite_score is not None else "—"
-            )
-            if info.kind == "eval":
-                suites = suite_results(store, info.id)
-                cases = sum(r.cases for r in suites)
-                passed = f"{sum(r.passed for r in suites)}/{cases}" if suites else "?"
-                composite = (
-                    format_score(sum(r.score for r in suites) / len(suites)) if suites else "—"
-                )
+            tally = tally_run(store, info)
+            passed = f"{'?' if tally.passed is None else tally.passed}/{tally.total}"
+            composite = format_score(tally.score) if tally.score is not None else "—"
             commit = (info.git_commit or "")[:10] + ("+dirty" if info.git_dirty else "")
             rows.append(
                 (

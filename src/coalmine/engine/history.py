@@ -1,9 +1,10 @@
-"""Past runs: open the store of a project, and find a run by reference or result file."""
+"""Past runs: open the store of a project, find a run by reference or result file, tally it."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -11,7 +12,7 @@ from coalmine.config import Config, load_config
 from coalmine.errors import ConfigError, UsageError
 from coalmine.providers.base import provider_settings
 from coalmine.results import CanaryRun, CaseResult, Grade, RunTotals, Verdict
-from coalmine.store.evals import Attempt, iter_attempts, run_suites
+from coalmine.store.evals import Attempt, iter_attempts, run_suites, suite_results, tally_attempts
 from coalmine.store.runs import RunInfo, Store
 
 
@@ -158,3 +159,34 @@ def resumable_run(store: Store, ref: str, *, kind: str = "canary") -> RunInfo:
     if info.status == "finished":
         raise UsageError(f"run {info.id} already finished; there is nothing to resume")
     return info
+
+
+class RunTally(NamedTuple):
+    """What ``runs list`` shows of a run: passed of total, and a score."""
+
+    passed: int | None
+    """``None`` when nothing says (a run killed before it stored a case)."""
+    total: int
+    score: float | None
+
+
+def tally_run(store: Store, info: RunInfo) -> RunTally:
+    """A run's pass count and score, by its kind.
+
+    A canary run's are its summary's (its mean composite); an eval run's are its suites' cases
+    and the mean of their scores; a run of another kind that stores attempts (a review run)
+    counts those, scored by their mean. An eval run without suite summaries yet (running, or
+    killed) counts its attempts too.
+    """
+    if info.kind == "eval":
+        suites = suite_results(store, info.id)
+        if suites:
+            score = sum(r.score for r in suites) / len(suites)
+            return RunTally(sum(r.passed for r in suites), sum(r.cases for r in suites), score)
+    s = info.summary
+    if s is not None:
+        return RunTally(s.passed, s.total, s.composite_score)
+    attempts = tally_attempts(store, info.id)
+    if attempts.total:
+        return RunTally(attempts.passed, attempts.total, attempts.mean_score)
+    return RunTally(None, info.cases, None)

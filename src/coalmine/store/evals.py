@@ -232,3 +232,21 @@ def last_suite_start(store: Store, suite: str) -> tuple[str, int] | None:
         (suite,),
     ).fetchone()
     return None if row is None else (str(row[0]), int(row[1]))
+
+
+class AttemptTally(NamedTuple):
+    """How a run's stored attempts came out: passes, all, and their mean score."""
+
+    passed: int
+    total: int
+    mean_score: float | None
+
+
+def tally_attempts(store: Store, run_id: str) -> AttemptTally:
+    """Count a run's attempts (every suite and repeat) in one query."""
+    row = store.conn.execute(
+        "SELECT COALESCE(SUM(status = 'pass'), 0), COUNT(*), AVG(score) FROM eval_attempts"
+        " WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    return AttemptTally(int(row[0]), int(row[1]), row[2])
