@@ -269,6 +269,8 @@ def test_ctrl_c_keeps_finished_cases_and_resume_finishes_without_recalling_them(
     assert status == "interrupted"
     assert 3 <= len(stored) < 12 and stored == ids[: len(stored)]
     assert f"--resume {run_id}" in stderr
+    assert table(stdout)["long"][-1] == "INCOMPLETE"  # not PASS: 12 cases were planned
+    assert f"long: interrupted after {len(stored)} cases; its verdict waits" in stdout
     before = len(calls(project))
 
     resumed = project.run_cli("eval", "run", "--resume", "--display", "none", "--format", "json")

@@ -301,7 +301,10 @@ def render_suites(results: list[EvalSuiteResult]) -> str:
     rows = [("SUITE", "CASES", "PASSED", "FAILED", "ERRORED", "SCORE", "95% CI", "VERDICT")]
     for r in results:
         ci = f"{r.ci95[0]:.3f}–{r.ci95[1]:.3f}" if r.ci95 else "—"
-        verdict = r.verdict.upper() + ("" if r.blocking else " (advisory)")
+        # an interrupted suite's gate has seen only the cases that ran: no verdict yet
+        verdict = ("INCOMPLETE" if r.interrupted else r.verdict.upper()) + (
+            "" if r.blocking else " (advisory)"
+        )
         rows.append(
             (r.suite_id, str(r.cases), str(r.passed), str(r.failed), str(r.errored),
              f"{r.score:.4f}", ci, verdict)
@@ -311,6 +314,12 @@ def render_suites(results: list[EvalSuiteResult]) -> str:
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
     for r in results:
+        if r.interrupted:
+            lines.append("")
+            lines.append(
+                f"{r.suite_id}: interrupted after {r.cases} case{'s' if r.cases != 1 else ''}; "
+                "its verdict waits for the rest (resume the run)"
+            )
         if r.failures:
             lines.append("")
             lines.append(gate_in_words(r.suite_id, r.gate) + ":")
