@@ -76,6 +76,20 @@ def test_a_cost_limit_over_unpriced_agents_says_it_may_limit_nothing(project: Pr
     assert "warning" not in quiet.stderr  # no limit asked, nothing to say
 
 
+def test_each_report_says_where_it_was_written(project: Project) -> None:
+    qa_project(project)
+    project.canary("qa-001-login")
+    out = project.root / "out"
+    proc = project.run_cli(
+        "canary", "run", "--display", "none",
+        "--report", f"junit:{out / 'junit.xml'}", "--report", f"markdown:{out / 'run.md'}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote the junit report to {out / 'junit.xml'}" in proc.stderr
+    assert f"wrote the markdown report to {out / 'run.md'}" in proc.stderr
+    assert (out / "junit.xml").is_file() and (out / "run.md").is_file()
+
+
 def test_format_json_prints_exactly_the_result_file(project: Project) -> None:
     qa_project(project)
     project.canary("qa-001-login")

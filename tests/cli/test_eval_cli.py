@@ -300,3 +300,24 @@ def test_runs_list_and_show_know_eval_runs(project: Project) -> None:
     [result] = json.loads(as_json.stdout)
     jsonschema.validate(result, SCHEMA)
     assert (result["suiteId"], result["passed"], result["failed"]) == ("mix", 1, 1)
+
+
+def test_result_file_paths_are_shown_from_the_working_directory(project: Project) -> None:
+    setup(project)
+    suite(project, "ok", [case("a", "yes", contains("yes"))])
+    cwd = project.root.parent
+    proc = subprocess.run(
+        [sys.executable, "-m", "coalmine", "eval", "run", "--display", "none"]
+        + ["--root", project.root.name],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    [shown] = [
+        line.split(": ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("ok: ")
+    ]
+    assert shown.startswith(f"{project.root.name}/")  # as typed from here, not from the root
+    assert (cwd / shown).is_file()

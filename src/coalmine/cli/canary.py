@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from functools import partial
@@ -25,6 +24,7 @@ from coalmine.cli.options import (
     replay_option,
     resume_option,
     root_option,
+    shown_path,
     store_option,
 )
 from coalmine.compare import compare_runs
@@ -157,13 +157,14 @@ def run_command(
     else:
         text = render_markdown(
             run,
-            results_path=_shown(outcome.results_path),
+            results_path=shown_path(outcome.results_path),
             date=run.timestamp[:10],
             cache_explain=cache_explain,
         )
         click.echo(text + ("\n" + render_comparison(comparison) if comparison else ""))
     for report_fmt, path in report_targets:
-        write_report(report_fmt, path, run, comparison=comparison)
+        written = write_report(report_fmt, path, run, comparison=comparison)
+        click.echo(f"wrote the {report_fmt} report to {shown_path(written)}", err=True)
     for spec in run.invalid_specs:
         where = f"{spec.path}:{spec.line}" if spec.line else spec.path
         click.echo(f"error: invalid spec {where}: {spec.reason.splitlines()[0]}", err=True)
@@ -175,7 +176,7 @@ def run_command(
         )
         click.echo(
             f"{why}: {run.summary.total} of {len(plan.canaries)} canaries finished; "
-            f"results written to {_shown(outcome.results_path)}\n"
+            f"results written to {shown_path(outcome.results_path)}\n"
             f"resume with: coalmine canary run --resume {run.store_run_id} --root {root}",
             err=True,
         )
@@ -252,13 +253,3 @@ def render_dry_run(dry: DryRun) -> str:
     if dry.invalid:
         lines.append(f"{dry.invalid} invalid spec(s) would not run (see 'coalmine canary list').")
     return "\n".join(lines) + "\n"
-
-
-def _shown(path: Path | None) -> Path | None:
-    """Show a path relative to the working directory when it lies below it."""
-    if path is None:
-        return None
-    try:
-        return path.relative_to(Path(os.getcwd()).resolve())
-    except ValueError:
-        return path

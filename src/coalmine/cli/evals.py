@@ -21,6 +21,7 @@ from coalmine.cli.options import (
     replay_option,
     resume_option,
     root_option,
+    shown_path,
     store_option,
 )
 from coalmine.engine.history import require_project_config, resumable_run
@@ -205,7 +206,7 @@ def run_command(
         payload = [r.model_dump(mode="json", by_alias=True) for r in outcome.suites]
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        click.echo(render_suites(outcome.suites))
+        click.echo(render_suites(outcome.suites, root=root))
     for broken in plan.broken:
         click.echo(f"error: {broken.message}", err=True)
     for suite in plan.suites:
@@ -296,8 +297,12 @@ async def _run(plan: EvalPlan, **options: Any) -> EvalOutcome:
     return outcome
 
 
-def render_suites(results: list[EvalSuiteResult]) -> str:
-    """A table of suites, then each suite's listed failures."""
+def render_suites(results: list[EvalSuiteResult], *, root: Path | None = None) -> str:
+    """A table of suites, then each suite's listed failures and where its result file is.
+
+    A result file's path is stored relative to the project ``root``; it is shown relative to
+    the working directory when ``root`` is given.
+    """
     rows = [("SUITE", "CASES", "PASSED", "FAILED", "ERRORED", "SCORE", "95% CI", "VERDICT")]
     for r in results:
         ci = f"{r.ci95[0]:.3f}–{r.ci95[1]:.3f}" if r.ci95 else "—"
@@ -326,7 +331,8 @@ def render_suites(results: list[EvalSuiteResult]) -> str:
             for f in r.failures:
                 mark = "advisory " if f.advisory else ""
                 lines.append(f"  {mark}{f.status.upper()} {f.id}: {f.reason.splitlines()[0]}")
-        lines.append(f"{r.suite_id}: {r.report_path}")
+        where = r.report_path if root is None else shown_path(root / r.report_path)
+        lines.append(f"{r.suite_id}: {where}")
     return "\n".join(lines)
 
 

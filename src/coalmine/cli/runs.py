@@ -96,7 +96,7 @@ def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int
             payload = [r.model_dump(mode="json", by_alias=True) for r in suites]
             click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         elif suites:
-            click.echo(render_suites(suites))
+            click.echo(render_suites(suites, root=Path(info.root)))
         else:
             click.echo(f"eval run {info.id} ({info.status}) has no suite summary yet")
         return 0
