@@ -210,3 +210,13 @@ def test_runs_list_counts_a_review_runs_evals(project: Project) -> None:
     # ID KIND (no label) STARTED (date, time) STATUS PASSED SCORE [COMMIT]
     assert row[1] == "review" and row[4:6] == ["finished", "1/1"], row
     assert float(row[6]) == 1.0, row
+
+
+def test_a_failure_every_sample_shares_is_listed_once(project: Project) -> None:
+    setup(project)
+    proc = project.run_cli("review", "run", "--models", "lazy_reviewer", "--samples", "3")
+    assert proc.returncode == 1, proc.stderr
+    failed = [line for line in proc.stdout.splitlines() if " 1.2 FAIL: " in line]
+    assert len(failed) == 1, proc.stdout
+    assert failed[0].startswith("- **sql@lazy_reviewer** (all 3 samples) 1.2 FAIL: ")
+    assert "- sql@lazy_reviewer 1.2: 0/3" in proc.stdout

@@ -459,15 +459,21 @@ def render_table(runs: Sequence[EvalRun]) -> str:
 
 def render_highlights(runs: Sequence[EvalRun], regressions: Sequence[str]) -> str:
     """Failed and partial assertions with the grader's reasons, errors, and regressions."""
-    lines: list[str] = []
+    samples = max((r.sample for r in runs), default=0) + 1
+    found: dict[tuple[str, str, bool], list[int]] = {}
+    """(eval, what happened, an error?) → the samples it happened in (reruns often fail alike)."""
     for run in runs:
         if run.error:
-            lines.append(f"- **{run.key}** (sample {run.sample + 1}): error: {run.error}")
+            found.setdefault((run.key, f": error: {run.error}", True), []).append(run.sample)
         for g in run.grades:
             if g.verdict != "pass":
                 text = next(a.text for a in run.eval.assertions if a.id == g.id)
-                lines.append(f"- **{run.key}** {g.id} {g.verdict.upper()}: {text} — {g.reason}")
-    samples = max((r.sample for r in runs), default=0) + 1
+                what = f" {g.id} {g.verdict.upper()}: {text} — {g.reason}"
+                found.setdefault((run.key, what, False), []).append(run.sample)
+    lines = [
+        f"- **{key}**{_samples(taken, error=error, of=samples)}{what}"
+        for (key, what, error), taken in found.items()
+    ]
     if samples > 1:
         lines += ["", f"Pass rates over {samples} samples:"]
         for (key, aid), verdicts in sorted(_verdicts_by_key(runs).items()):
@@ -477,6 +483,16 @@ def render_highlights(runs: Sequence[EvalRun], regressions: Sequence[str]) -> st
     if not any(r.error or any(g.verdict != "pass" for g in r.grades) for r in runs):
         lines.insert(0, "Every assertion passed.")
     return "\n".join(lines).strip()
+
+
+def _samples(taken: Sequence[int], *, error: bool, of: int) -> str:
+    """`` (sample 2)``, `` (samples 1, 3)``, `` (all 3 samples)``; nothing for a lone sample."""
+    if of == 1:
+        return " (sample 1)" if error else ""
+    if len(taken) == of:
+        return f" (all {of} samples)"
+    numbers = ", ".join(str(n + 1) for n in sorted(taken))
+    return f" (sample{'s' if len(taken) > 1 else ''} {numbers})"
 
 
 def write_note(
