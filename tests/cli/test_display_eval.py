@@ -8,8 +8,9 @@ from pathlib import Path
 
 import anyio
 from rich.console import Console
+from rich.progress import Progress
 
-from coalmine.cli.display import JsonlDisplay, PlainDisplay, RichDisplay
+from coalmine.cli.display import JsonlDisplay, PlainDisplay, RichDisplay, _EtaColumn, _RateColumn
 from coalmine.engine.events import EvalEnd, EvalProgress, EvalStart
 from coalmine.results import EvalGate, EvalSuiteResult, EvalTokens
 
@@ -79,3 +80,46 @@ def test_jsonl_emits_one_object_per_event() -> None:
     assert events[2]["suites"] == [
         {"suite": "smoke", "verdict": "fail", "score": 0.9, "path": "r.json"}
     ]
+
+
+def test_rich_shows_the_suite_and_the_latest_failure() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=200)
+    display = RichDisplay(console)
+    event = EvalProgress(done=4, total=10, passed=3, failed=1, errored=0, suite="smoke",
+                         latest_failure="smoke/capital-spain: equals failed")  # fmt: skip
+    with display:
+        anyio.run(display.on_eval_start, START)
+        anyio.run(display.on_eval_progress, event)
+        task = display.progress.tasks[0]
+        assert task.description == "smoke ✓ 3 ✗ 1 ⚠ 0"
+        assert task.fields["latest"] == "latest ✗ smoke/capital-spain: equals failed"
+
+
+def test_rate_and_eta_come_from_the_whole_elapsed_time_so_they_move_while_stuck() -> None:
+    clock = [0.0]
+    progress = Progress(get_time=lambda: clock[0])
+    task_id = progress.add_task("x", total=10)
+    clock[0] = 2.0
+    progress.update(task_id, completed=4)
+    task = progress.tasks[0]
+    assert str(_RateColumn().render(task)) == "2.0/s"  # 4 in 2 s
+    assert str(_EtaColumn().render(task)) == "ETA 3s"  # 6 left at 2/s
+    clock[0] = 8.0  # a slow case: nothing finished for 6 s
+    assert str(_RateColumn().render(task)) == "0.5/s"  # 4 in 8 s
+    assert str(_EtaColumn().render(task)) == "ETA 12s"  # 6 left at 0.5/s
+
+
+def test_plain_lines_say_the_elapsed_time_the_suite_and_the_latest_failure() -> None:
+    stream = io.StringIO()
+    display = PlainDisplay(stream)
+    event = EvalProgress(done=5, total=10, passed=4, failed=1, errored=0, suite="smoke",
+                         latest_failure="smoke/c3: contains failed: missing 'yes'")  # fmt: skip
+
+    async def main() -> None:
+        await display.on_eval_start(START)
+        await display.on_eval_progress(event)
+
+    anyio.run(main)
+    progress_line, latest = stream.getvalue().splitlines()[1:3]
+    assert "s elapsed · ETA " in progress_line and progress_line.endswith(" · smoke")
+    assert latest == "  latest failure: smoke/c3: contains failed: missing 'yes'"

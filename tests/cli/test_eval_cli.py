@@ -94,7 +94,8 @@ def test_all_passing_exits_0_with_a_table_and_plain_progress(project: Project) -
     # 2 of 2: Wilson's interval (2/(2 + z²), 1) = (0.342, 1.000)
     assert table(proc.stdout) == {"ok": ["2", "2", "0", "0", "1.0000", "0.342–1.000", "PASS"]}
     [report] = (project.root / ".coalmine/reports/evals/ok").glob("*.json")
-    assert f"ok: .coalmine/reports/evals/ok/{report.name}" in proc.stdout
+    # shown from the working directory, which the project root is not below here
+    assert f"ok: {report.resolve()}" in proc.stdout
     # progress goes to stderr as plain lines: the start, then the counts (at least the end)
     assert "coalmine: running 2 case runs of 1 suite(s) at concurrency 16 (judge: none)" in (
         proc.stderr

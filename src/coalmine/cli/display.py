@@ -21,7 +21,7 @@ from rich.progress import (
     Task,
     TaskProgressColumn,
     TextColumn,
-    TimeRemainingColumn,
+    TimeElapsedColumn,
 )
 from rich.text import Text
 
@@ -92,10 +92,17 @@ def _lesson_lines(event: LessonsRecalled) -> list[str]:
 def _eval_line(event: EvalProgress, elapsed: float) -> str:
     rate = event.done / elapsed if elapsed > 0 else 0.0
     left = (event.total - event.done) / rate if rate > 0 else 0.0
+    where = f" · {event.suite}" if event.suite and event.done < event.total else ""
+    latest = f"\n  latest failure: {_short(event.latest_failure)}" if event.latest_failure else ""
     return (
         f"[{event.done}/{event.total}] {event.passed} passed, {event.failed} failed, "
-        f"{event.errored} errored · {rate:.1f}/s · ETA {left:.0f}s"
+        f"{event.errored} errored · {rate:.1f}/s · {elapsed:.0f}s elapsed · ETA {left:.0f}s"
+        f"{where}{latest}"
     )
+
+
+def _short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class PlainDisplay(Display):
@@ -146,11 +153,25 @@ class PlainDisplay(Display):
 
 
 class _RateColumn(ProgressColumn):
-    """Cases a second (rich's speed column speaks of bytes)."""
+    """Cases a second since the start: it keeps falling while a slow case holds the run up.
+
+    (rich's own speed is a moving window that freezes between advances, and speaks of bytes.)
+    """
 
     def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.0f}/s" if speed else "")
+        elapsed = task.elapsed or 0.0
+        return Text(f"{task.completed / elapsed:,.1f}/s" if elapsed > 0 and task.completed else "")
+
+
+class _EtaColumn(ProgressColumn):
+    """Time left at the rate since the start, so it grows while nothing finishes."""
+
+    def render(self, task: Task) -> Text:
+        elapsed = task.elapsed or 0.0
+        if not task.completed or task.total is None or elapsed <= 0:
+            return Text("ETA –")
+        left = (task.total - task.completed) * elapsed / task.completed
+        return Text(f"ETA {left:,.0f}s")
 
 
 class RichDisplay(Display):
@@ -165,11 +186,13 @@ class RichDisplay(Display):
             MofNCompleteColumn(),
             TaskProgressColumn(),
             _RateColumn(),
-            TimeRemainingColumn(),
+            TimeElapsedColumn(),
+            _EtaColumn(),
+            TextColumn("{task.fields[latest]}", markup=False),
             console=self.console,
             transient=True,
         )
-        self.task = self.progress.add_task("canaries", total=None)
+        self.task = self.progress.add_task("canaries", total=None, latest="")
 
     def __enter__(self) -> Display:
         self.progress.start()
@@ -208,11 +231,18 @@ class RichDisplay(Display):
         )
 
     async def on_eval_progress(self, event: EvalProgress) -> None:
-        """Move the bar; show pass/fail so far (rate and ETA are columns)."""
+        """Move the bar; show the suite, pass/fail so far and the latest failure.
+
+        Rate, elapsed time and ETA are columns that rich redraws on its own, so they move while
+        a slow case holds the run up.
+        """
+        suite = f"{event.suite} " if event.suite else ""
+        latest = f"latest ✗ {_short(event.latest_failure, 60)}" if event.latest_failure else ""
         self.progress.update(
             self.task,
             completed=event.done,
-            description=f"✓ {event.passed} ✗ {event.failed} ⚠ {event.errored}",
+            description=f"{suite}✓ {event.passed} ✗ {event.failed} ⚠ {event.errored}",
+            latest=latest,
         )
 
 
@@ -274,7 +304,8 @@ class JsonlDisplay(Display):
         """Emit ``eval_progress`` with the counts."""
         self._emit(
             {"event": "eval_progress", "done": event.done, "total": event.total,
-             "passed": event.passed, "failed": event.failed, "errored": event.errored}
+             "passed": event.passed, "failed": event.failed, "errored": event.errored,
+             "suite": event.suite, "latest_failure": event.latest_failure}
         )  # fmt: skip
 
     async def on_eval_end(self, event: EvalEnd) -> None:

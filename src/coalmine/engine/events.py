@@ -78,6 +78,10 @@ class EvalProgress:
     passed: int
     failed: int
     errored: int
+    suite: str | None = None
+    """The suite of the latest finished case run."""
+    latest_failure: str | None = None
+    """``suite/case: why`` of the latest case run that failed or errored (first line)."""
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,8 @@ class _Counts:
     failed: int = 0
     errored: int = 0
     last_emit: float = 0.0
+    suite: str | None = None
+    latest_failure: str | None = None
 
 
 @dataclass
@@ -215,12 +217,16 @@ async def run_evals(
         attempt = await _run_attempt(suite, case, rep, env)
         writer.add(attempt)
         counts.done += 1
+        counts.suite = attempt.suite
         if attempt.status == "pass":
             counts.passed += 1
         elif attempt.status == "fail":
             counts.failed += 1
         else:
             counts.errored += 1
+        if attempt.status != "pass":
+            why = str(attempt.record.get("why") or attempt.record.get("error") or attempt.status)
+            counts.latest_failure = f"{attempt.suite}/{attempt.case_id}: {why.splitlines()[0]}"
         now = clock.monotonic()
         if now - counts.last_emit >= PROGRESS_EVERY:
             counts.last_emit = now
@@ -292,6 +298,8 @@ def _progress(counts: _Counts, total: int, resumed: int) -> EvalProgress:
         passed=counts.passed,
         failed=counts.failed,
         errored=counts.errored,
+        suite=counts.suite,
+        latest_failure=counts.latest_failure,
     )
 
 
