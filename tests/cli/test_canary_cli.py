@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
 import signal
 import subprocess
 import sys
@@ -295,3 +297,45 @@ def test_a_hung_python_agent_does_not_keep_coalmine_alive(project: Project) -> N
     proc = project.run_cli("canary", "run", "--display", "none", timeout=30)
     assert proc.returncode == 1
     assert project.last_result()["results"][0]["error"].endswith("timed out after 0.5s")
+
+
+def _on_a_terminal(args: list[str]) -> str:
+    """What ``python -m coalmine ARGS`` prints with its stdout on a pseudo-terminal."""
+    main, child = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "coalmine", *args],
+            stdin=subprocess.DEVNULL, stdout=child, stderr=subprocess.PIPE,
+            env={**os.environ, "COLUMNS": "120", "TERM": "xterm"}, timeout=60, check=False,
+        )  # fmt: skip
+        os.close(child)
+        child = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the terminal closed: everything was read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(main)
+        if child != -1:
+            os.close(child)
+    assert proc.returncode in (0, 1), proc.stderr
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_the_results_are_drawn_on_a_terminal_and_markdown_in_a_pipe(project: Project) -> None:
+    qa_project(project)
+    project.canary("qa-001-login")
+    args = ["canary", "run", "--display", "none", "--root", str(project.root)]
+    drawn = re.sub(r"\x1b\[[0-9;]*m", "", _on_a_terminal(args))  # colours off, to read it
+    assert "Canary Run Results" in drawn and "Summary: 1/1 passed" in drawn
+    assert "───" in drawn  # the table is drawn …
+    assert "**Summary:**" not in drawn and "|---" not in drawn and "###" not in drawn  # … not raw
+    piped = project.run_cli("canary", "run", "--display", "none")
+    assert "**Summary:**" in piped.stdout  # a pipe gets the markdown itself
+    raw = _on_a_terminal([*args, "--format", "markdown"])
+    assert "**Summary:**" in raw

@@ -14,7 +14,7 @@ import click
 from coalmine.canary.estimate import DryRun, cost_limit_warning, estimate
 from coalmine.canary.plan import CanaryPlan, plan_canaries, require_judge, run_to_resume
 from coalmine.canary.run import CanaryOutcome, run_canaries
-from coalmine.cli.display import DisplayType, counted, make_display
+from coalmine.cli.display import DisplayType, counted, echo_markdown, make_display
 from coalmine.cli.options import (
     cache_option,
     display_option,
@@ -77,10 +77,11 @@ def canary() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["table", "json"]),
+    type=click.Choice(["table", "markdown", "json"]),
     default="table",
     show_default=True,
-    help="Print the markdown table, or the result JSON, on stdout.",
+    help="The results: drawn on a terminal and markdown in a pipe (table), markdown always, "
+    "or the result JSON, on stdout.",
 )
 @display_option
 @judge_reruns_option
@@ -161,7 +162,8 @@ def run_command(
             date=run.timestamp[:10],
             cache_explain=cache_explain,
         )
-        click.echo(text + ("\n" + render_comparison(comparison) if comparison else ""))
+        text += "\n" + render_comparison(comparison) if comparison else ""
+        echo_markdown(text, raw=fmt == "markdown")
     for report_fmt, path in report_targets:
         written = write_report(report_fmt, path, run, comparison=comparison)
         click.echo(f"wrote the {report_fmt} report to {shown_path(written)}", err=True)

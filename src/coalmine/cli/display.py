@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Literal, TextIO
 
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -48,6 +49,18 @@ LESSON_CHARS = 200
 def counted(n: int, one: str, many: str) -> str:
     """``1 canary``, ``3 canaries``: a count with its noun in the right number."""
     return f"{n} {one if n == 1 else many}"
+
+
+def echo_markdown(text: str, *, raw: bool = False) -> None:
+    """Print a markdown report: rendered by rich on a terminal, as it is for pipes or ``raw``.
+
+    A pipe, a file or ``--format markdown`` gets the markdown itself (a job summary reads it);
+    a person at a terminal gets the tables and headings drawn.
+    """
+    if raw or not sys.stdout.isatty():
+        print(text, flush=True)
+        return
+    Console().print(Markdown(text))
 
 
 class Display(Hooks):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from coalmine.cli.display import echo_markdown
 from coalmine.cli.evals import render_suites
 from coalmine.cli.options import root_option, store_option
 from coalmine.engine.history import open_store, read_result_file, tally_run
@@ -103,7 +104,7 @@ def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int
     if fmt == "json":
         click.echo(render_json(record), nl=False)
     else:
-        click.echo(render_markdown(record, results_path=None, date=record.timestamp[:10]))
+        echo_markdown(render_markdown(record, results_path=None, date=record.timestamp[:10]))
     return 0
 
 
