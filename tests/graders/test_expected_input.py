@@ -99,7 +99,10 @@ def test_fallback_scores_are_the_hand_checked_values() -> None:
     # "the" -> "a" at the same place: delete 2, substitute 1 = 3 edits
     assert lev.model_dump()["distance"] == 3
     equals = grade("equals", {}, "the cat sat", inputs)
-    assert equals.explain() == "output differs from the value at character 11"
+    assert equals.explain() == (
+        'output differs from the value at character 11: expected "the cat sat on the mat", '
+        'got "the cat sat"'
+    )
 
 
 # (grader, config with a value, expected, an output that only the config's value passes)

@@ -76,7 +76,9 @@ def test_equals_does_not_trim_whitespace_as_promptfoo() -> None:
     result = check("equals", {"value": "Paris"}, "Paris\n", passed=False)
     # "Paris" is 5 characters; the output's 6th character (index 5) is the newline.
     assert result.model_dump()["first_difference"] == 5
-    assert result.explain() == "output differs from the value at character 5"
+    assert result.explain() == (
+        'output differs from the value at character 5: expected "Paris", got "Paris\\n"'
+    )
     leading = check("equals", {"value": "Paris"}, " Paris", passed=False)
     assert leading.model_dump()["first_difference"] == 0
 
@@ -424,3 +426,29 @@ def test_is_refusal_keeps_promptfoos_broad_phrases() -> None:
 )
 def test_promptfoos_refusal_phrases_are_covered(phrase: str) -> None:
     assert find_refusal("Well. " + phrase) is not None  # found mid-text, not only as a prefix
+
+
+def test_an_equals_failure_names_both_texts_around_the_difference() -> None:
+    value = "The capital of Spain is Madrid, which lies on the Manzanares river in the centre."
+    output = "The capital of Spain is Barcelona, which lies on the Mediterranean coast of Spain."
+    result = check("equals", {"value": value}, output, passed=False)
+    # the first difference is at index 24 ("M" against "B"): characters 4–23 before it and
+    # 24–63 from it ("Madrid, which lies on the Manzanares riv" is 40), cut on both sides
+    assert result.model_dump()["first_difference"] == 24
+    assert (
+        result.model_dump()["expected_excerpt"]
+        == "…capital of Spain is Madrid, which lies on the Manzanares riv…"
+    )
+    assert (
+        result.model_dump()["actual_excerpt"]
+        == "…capital of Spain is Barcelona, which lies on the Mediterrane…"
+    )
+    assert result.explain() == (
+        "output differs from the value at character 24: "
+        'expected "…capital of Spain is Madrid, which lies on the Manzanares riv…", '
+        'got "…capital of Spain is Barcelona, which lies on the Mediterrane…"'
+    )
+    short = check("equals", {"value": "Madrid"}, "", passed=False)
+    assert (
+        short.explain() == 'output differs from the value at character 0: expected "Madrid", got ""'
+    )

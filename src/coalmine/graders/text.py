@@ -167,13 +167,39 @@ class EqualsGrade(_TextGrade):
     as_json: bool
     first_difference: int | None = None
     """The first character where output and value differ (string comparison only)."""
+    expected_excerpt: str | None = None
+    """The value around the first difference (``…`` where it is cut)."""
+    actual_excerpt: str | None = None
+    """The output around the first difference (``…`` where it is cut)."""
 
     def _observed(self) -> str:
         if self.as_json:
             return f"output is {'' if self.equal else 'not '}equal to the value as JSON"
         if self.equal:
             return "output equals the value"
-        return f"output differs from the value at character {self.first_difference}"
+        where = f"output differs from the value at character {self.first_difference}"
+        if self.expected_excerpt is None or self.actual_excerpt is None:
+            return where  # a grade stored before the excerpts were kept
+        return (
+            f"{where}: expected {_quoted(self.expected_excerpt)}, "
+            f"got {_quoted(self.actual_excerpt)}"
+        )
+
+
+EXCERPT_BEFORE = 20
+EXCERPT_AFTER = 40
+
+
+def excerpt(text: str, at: int) -> str:
+    """``text`` around character ``at``: a little before it, more after, ``…`` where cut."""
+    start = max(0, at - EXCERPT_BEFORE)
+    end = min(len(text), at + EXCERPT_AFTER)
+    return ("…" if start > 0 else "") + text[start:end] + ("…" if end < len(text) else "")
+
+
+def _quoted(text: str) -> str:
+    """In double quotes, with newlines, tabs and other controls escaped (so they can be seen)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 class ContainsGrade(_TextGrade):
@@ -271,9 +297,12 @@ def score_equals(output: str, config: EqualsConfig) -> EqualsGrade:
     diff = next((i for i, (a, b) in enumerate(pairs) if a != b), None)
     if diff is None and len(output) != len(value):
         diff = min(len(output), len(value))
+    if diff is None:
+        return EqualsGrade(equal=True, as_json=False, **_verdict(True))
     return EqualsGrade(
-        equal=diff is None, as_json=False, first_difference=diff, **_verdict(diff is None)
-    )
+        equal=False, as_json=False, first_difference=diff, expected_excerpt=excerpt(value, diff),
+        actual_excerpt=excerpt(output, diff), **_verdict(False),
+    )  # fmt: skip
 
 
 def score_contains(

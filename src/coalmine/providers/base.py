@@ -153,9 +153,24 @@ def redact_model(model: M, secrets: list[str]) -> M:
     return model if clean == text else type(model).model_validate_json(clean)
 
 
+CUT = "…"
+"""Where an excerpt was cut (a grade's reason quotes the texts it compared around a point)."""
+
+
 def redact(text: str, secrets: list[str]) -> str:
-    """Replace every secret in ``text`` with ``***`` (secrets shorter than 4 chars are kept)."""
+    """Replace every secret in ``text`` with ``***`` (secrets shorter than 4 chars are kept).
+
+    A secret that an excerpt cut in two is caught too: 4 characters or more of its start just
+    before a ``…``, or of its end just after one, become ``***``.
+    """
     for secret in secrets:
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
+        if len(secret) < 4:
+            continue
+        text = text.replace(secret, "***")
+        if CUT not in text:
+            continue
+        for k in range(len(secret) - 1, 3, -1):
+            text = text.replace(secret[:k] + CUT, "***" + CUT).replace(
+                CUT + secret[-k:], CUT + "***"
+            )
     return text
