@@ -322,3 +322,32 @@ def test_result_file_paths_are_shown_from_the_working_directory(project: Project
     ]
     assert shown.startswith(f"{project.root.name}/")  # as typed from here, not from the root
     assert (cwd / shown).is_file()
+
+
+CRASHER = """\
+import sys
+sys.stdin.read()
+print("loading the model", file=sys.stderr)
+for n in range(30):
+    print(f"noise {n}", file=sys.stderr)
+print("Traceback (most recent call last):", file=sys.stderr)
+print("RuntimeError: the index is missing", file=sys.stderr)
+sys.exit(1)
+"""
+
+
+def test_an_agent_error_shows_the_end_of_its_stderr(project: Project) -> None:
+    argv = project.agent_script("crasher", CRASHER)
+    project.config({"agents": {"Bot": {"provider": "command", "argv": argv}}})
+    suite(project, "smoke", [case("boom", "hi", contains("x"))])
+    proc = project.run_cli("eval", "run", "--display", "none")
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  FAIL boom: "))
+    assert lines[at + 1 : at + 6] == [
+        "    stderr: noise 27",
+        "    stderr: noise 28",
+        "    stderr: noise 29",
+        "    stderr: Traceback (most recent call last):",
+        "    stderr: RuntimeError: the index is missing",
+    ]

@@ -28,7 +28,7 @@ from coalmine.engine.history import require_project_config, resumable_run
 from coalmine.errors import ConfigError, UsageError
 from coalmine.evals.plan import EvalPlan, Selection, plan_evals, require_eval_judge
 from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
-from coalmine.evals.summary import gate_in_words
+from coalmine.evals.summary import STDERR_MARK, gate_in_words
 from coalmine.promptfoo.output import promptfoo_document, render_table, rows_json
 from coalmine.promptfoo.report import dump_promptfoo_output
 from coalmine.promptfoo.run import run_promptfoo
@@ -331,9 +331,16 @@ def render_suites(results: list[EvalSuiteResult], *, root: Path | None = None) -
             for f in r.failures:
                 mark = "advisory " if f.advisory else ""
                 lines.append(f"  {mark}{f.status.upper()} {f.id}: {f.reason.splitlines()[0]}")
+                lines += [f"    stderr: {line}" for line in _stderr_tail(f.reason)]
         where = r.report_path if root is None else shown_path(root / r.report_path)
         lines.append(f"{r.suite_id}: {where}")
     return "\n".join(lines)
+
+
+def _stderr_tail(reason: str, lines: int = 5) -> list[str]:
+    """The last lines of the agent's stderr that a failure reason carries (as canary runs show)."""
+    _, mark, stderr = reason.partition(STDERR_MARK)
+    return [line for line in stderr.splitlines() if line.strip()][-lines:] if mark else []
 
 
 @eval_group.command("list")

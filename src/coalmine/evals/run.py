@@ -46,7 +46,7 @@ from coalmine.errors import GradeError, ProviderError, UsageError
 from coalmine.evals.compat import CompatRunner, get_compat_kind
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
 from coalmine.evals.plan import EvalPlan, PlannedSuite, require_eval_judge
-from coalmine.evals.summary import write_suite_result
+from coalmine.evals.summary import STDERR_MARK, write_suite_result
 from coalmine.graders.base import GradeContext, GraderType
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeGrade
@@ -394,7 +394,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     except ProviderError as exc:
         message = str(exc)
         if exc.stderr_tail:
-            message += "\nstderr (tail):\n" + exc.stderr_tail[-1000:]
+            message += STDERR_MARK + exc.stderr_tail[-1000:]
         record["error"] = redact(message, secrets)
         if exc.attempt > 1:
             record["attempts"] = exc.attempt

@@ -43,6 +43,22 @@ EVERY_CASE = "every case passes"
 """The gate's rule without a ``min_score`` (with one, ``score >= <min_score>``)."""
 
 
+STDERR_MARK = "\nstderr (tail):\n"
+"""How an agent error's message carries the end of what the agent wrote on stderr."""
+
+
+def failure_reason(text: str, *, head: int = 300, tail: int = 400) -> str:
+    """A failure's reason, kept short: its start, and the *end* of an agent's stderr tail.
+
+    The end of stderr is where a traceback says what went wrong, so it is what is kept.
+    """
+    message, mark, stderr = text.partition(STDERR_MARK)
+    if not mark:
+        return text[: head + tail]
+    cut = "…" if len(stderr) > tail else ""
+    return message[:head] + mark + cut + stderr[-tail:]
+
+
 def write_suite_result(
     store: Store,
     run_id: str,
@@ -224,7 +240,9 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
             s.blocking_errors += 1
         if len(s.failures) < FAILURES_LISTED:
             reason = str(runs[0].record.get("error") or runs[0].error_kind or "error")
-            s.failures.append(EvalFailure(id=case_id, status="error", reason=reason[:500]))
+            s.failures.append(
+                EvalFailure(id=case_id, status="error", reason=failure_reason(reason))
+            )
         return
     n = len(scored)
     c = sum(a.status == "pass" for a in scored)
@@ -245,7 +263,10 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
         reason = str(first.record.get("why") or first.record.get("error") or "failed")
         s.failures.append(
             EvalFailure(
-                id=case_id, status="fail", reason=reason[:500], advisory=value_b >= 0.5 - EPSILON
+                id=case_id,
+                status="fail",
+                reason=failure_reason(reason),
+                advisory=value_b >= 0.5 - EPSILON,
             )
         )
 
