@@ -11,10 +11,11 @@ from typing import Any
 import anyio
 import click
 
+from coalmine._util.words import counted
 from coalmine.canary.estimate import DryRun, cost_limit_warning, estimate
 from coalmine.canary.plan import CanaryPlan, plan_canaries, require_judge, run_to_resume
 from coalmine.canary.run import CanaryOutcome, run_canaries
-from coalmine.cli.display import DisplayType, counted, echo_markdown, make_display
+from coalmine.cli.display import DisplayType, echo_markdown, make_display
 from coalmine.cli.options import (
     cache_option,
     display_option,

@@ -26,6 +26,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from coalmine._util.words import counted
 from coalmine.engine.events import (
     CaseEnd,
     CaseStart,
@@ -44,11 +45,6 @@ DisplayType = Literal["auto", "rich", "plain", "jsonl", "none"]
 _MARK = {"PASS": "✅ PASS", "FAIL": "❌ FAIL", "ERROR": "⚠️ ERROR"}
 LESSONS_SHOWN = 10
 LESSON_CHARS = 200
-
-
-def counted(n: int, one: str, many: str) -> str:
-    """``1 canary``, ``3 canaries``: a count with its noun in the right number."""
-    return f"{n} {one if n == 1 else many}"
 
 
 def echo_markdown(text: str, *, raw: bool = False) -> None:

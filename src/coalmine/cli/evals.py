@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import click
 
+from coalmine._util.words import counted
 from coalmine.cli.display import DisplayType, make_display
 from coalmine.cli.options import (
     cache_option,
@@ -322,7 +323,7 @@ def render_suites(results: list[EvalSuiteResult], *, root: Path | None = None) -
         if r.interrupted:
             lines.append("")
             lines.append(
-                f"{r.suite_id}: interrupted after {r.cases} case{'s' if r.cases != 1 else ''}; "
+                f"{r.suite_id}: interrupted after {counted(r.cases, 'case', 'cases')}; "
                 "its verdict waits for the rest (resume the run)"
             )
         if r.failures:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from coalmine._util.estimate import MeanEstimate, reduce_repeats
 from coalmine._util.hashing import hash_text
+from coalmine._util.words import counted
 from coalmine.engine.verdict import EPSILON
 from coalmine.engine.wiring import coalmine_version
 from coalmine.evals.plan import PlannedSuite
@@ -274,7 +275,7 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
 def gate_in_words(suite: str, gate: EvalGate) -> str:
     """The gate's verdict as a sentence that states the rule and the count that broke it."""
     n = gate.blocking_failures
-    failed = f"{n} case{'s' if n != 1 else ''} failed or errored on graders that may block"
+    failed = f"{counted(n, 'case', 'cases')} failed or errored on graders that may block"
     if gate.rule == EVERY_CASE:
         if gate.passed:
             return f"{suite} holds its gate (no case may fail on a grader that may block)"

@@ -161,16 +161,33 @@ def redact(text: str, secrets: list[str]) -> str:
     """Replace every secret in ``text`` with ``***`` (secrets shorter than 4 chars are kept).
 
     A secret that an excerpt cut in two is caught too: 4 characters or more of its start just
-    before a ``…``, or of its end just after one, become ``***``.
+    before a ``…``, or of its end just after one, become ``***``. Only the text beside each
+    ``…`` is looked at, so an output full of ellipses costs no more than one pass.
     """
     for secret in secrets:
         if len(secret) < 4:
             continue
         text = text.replace(secret, "***")
-        if CUT not in text:
-            continue
-        for k in range(len(secret) - 1, 3, -1):
-            text = text.replace(secret[:k] + CUT, "***" + CUT).replace(
-                CUT + secret[-k:], CUT + "***"
-            )
+        if CUT in text and (secret[:4] in text or secret[-4:] in text):  # else nothing to mask
+            parts = text.split(CUT)
+            for i in range(len(parts) - 1):
+                parts[i] = _mask_start_at_end(parts[i], secret)
+                parts[i + 1] = _mask_end_at_start(parts[i + 1], secret)
+            text = CUT.join(parts)
     return text
+
+
+def _mask_start_at_end(part: str, secret: str) -> str:
+    """``part`` with the longest start of ``secret`` (4 characters or more) it ends in masked."""
+    for k in range(min(len(secret) - 1, len(part)), 3, -1):
+        if part.endswith(secret[:k]):
+            return part[:-k] + "***"
+    return part
+
+
+def _mask_end_at_start(part: str, secret: str) -> str:
+    """``part`` with the longest end of ``secret`` (4 characters or more) it starts with masked."""
+    for k in range(min(len(secret) - 1, len(part)), 3, -1):
+        if part.startswith(secret[-k:]):
+            return "***" + part[k:]
+    return part
