@@ -16,6 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 from pydantic.alias_generators import to_camel
 
+from coalmine._util.words import counted
+
 SCHEMA_VERSION = 1
 
 
@@ -128,6 +130,13 @@ class CaseResult(BaseModel):
     tool_calls: list[ToolCall] = Field(default=[], exclude_if=lambda v: not v)
     """The agent's tool calls, in order (its trajectory)."""
     spec_path: str | None = _extra()
+    expected: Any = _extra("What the graders compared the output with (an eval case's).")
+    expected_tool_calls: list[dict[str, Any]] | None = _extra()
+    judge_replies: dict[str, list[str]] | None = _extra(
+        "Each judge grader's raw replies, word for word (an eval case's)."
+    )
+    repeats: list[CaseResult] = Field(default=[], exclude_if=lambda v: not v)
+    """Every repeat of an eval case run more than once, each as its own result."""
 
 
 class InvalidSpecRecord(BaseModel):
@@ -228,6 +237,11 @@ class CanaryRun(BaseModel):
         "'eval' when an eval run is read as a run record (each case as 'suite/case')."
     )
     stopped: str | None = _extra("Why an interrupted run stopped early: 'max_cost'.")
+    suites: list[EvalSuiteResult] = Field(
+        default=[],
+        exclude_if=lambda v: not v,
+        description="An eval run's suites: each one's score, gate and verdict.",
+    )
     lessons: list[RecalledLesson] = Field(
         default=[],
         exclude_if=lambda v: not v,
@@ -334,6 +348,23 @@ class EvalGate(_Camel):
     blocking_failures: int
     """Cases that fail (or error) on graders that may block."""
 
+    def in_words(self, suite: str) -> str:
+        """The verdict as a sentence that states the rule and the count that broke it."""
+        n = self.blocking_failures
+        failed = f"{counted(n, 'case', 'cases')} failed or errored on graders that may block"
+        if self.rule == EVERY_CASE:
+            if self.passed:
+                return f"{suite} holds its gate (no case may fail on a grader that may block)"
+            return f"{suite} fails its gate (no case may fail on a grader that may block): {failed}"
+        verdict = "holds" if self.passed else "fails"
+        return (
+            f"{suite} {verdict} its gate ({self.rule}, over the graders that may block); {failed}"
+        )
+
+
+EVERY_CASE = "every case passes"
+"""The gate rule of a suite without ``min_score``."""
+
 
 class EvalSuiteResult(_Camel):
     """``coalmine.eval.result.v1``: one suite of an eval run.
@@ -403,3 +434,6 @@ def eval_result_json_schema() -> dict[str, Any]:
         "$id": "coalmine.eval.result.v1",
         **schema,
     }
+
+
+CanaryRun.model_rebuild()  # its suites are EvalSuiteResult, defined below it

@@ -208,7 +208,7 @@ ROW = """\
 <table class="graders">
 <thead><tr><th>Grader</th><th>Score</th><th>Passed</th><th>Weight</th><th>Details</th></tr></thead>
 <tbody>
-<tr>
+<tr data-grader="keyword">
 <td><code>keyword</code></td>
 <td class="num">0.50</td>
 <td>no</td>
@@ -220,7 +220,7 @@ ROW = """\
 <div><span class="muted">missing keywords:</span> csrf</div>
 </td>
 </tr>
-<tr>
+<tr data-grader="llm-judge">
 <td><code>llm-judge</code></td>
 <td class="num">0.50</td>
 <td>no</td>

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from coalmine.config import Config, load_config
 from coalmine.errors import ConfigError, UsageError
 from coalmine.providers.base import provider_settings
-from coalmine.results import CanaryRun, CaseResult, Grade, RunTotals, Verdict
+from coalmine.results import CanaryRun, CaseResult, Grade, RunTotals, ToolCall, Usage, Verdict
 from coalmine.store.evals import Attempt, iter_attempts, run_suites, suite_results, tally_attempts
 from coalmine.store.runs import RunInfo, Store
 
@@ -66,14 +66,16 @@ def eval_run_record(store: Store, info: RunInfo) -> CanaryRun:
 
     A case's repeats reduce to one result: PASS when every repeat passed, ERROR when one errored
     (and none failed), else FAIL; its composite is the mean score of the repeats that have one,
-    and each grader's score the mean over the repeats.
+    and each grader's score the mean over the repeats. What the agent was asked and answered,
+    the expected value and each grade in full come from the first repeat that did not pass
+    (else the first); with repeats, every one is kept under ``repeats``.
     """
     results = []
     for suite in run_suites(store, info.id):
         runs: list[Attempt] = []
         for attempt in [*iter_attempts(store, info.id, suite), None]:
             if runs and (attempt is None or attempt.case_id != runs[0].case_id):
-                results.append(_case_of(suite, runs))
+                results.append(case_of_attempts(suite, runs))
                 runs = []
             if attempt is not None:
                 runs.append(attempt)
@@ -90,34 +92,87 @@ def eval_run_record(store: Store, info: RunInfo) -> CanaryRun:
         interrupted=info.status != "finished",
         judge=info.judge,
         coalmine_version=info.coalmine_version,
+        suites=suite_results(store, info.id),
     )
 
 
-def _case_of(suite: str, runs: list[Attempt]) -> CaseResult:
+_VERDICT_OF: dict[str, Verdict] = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}
+
+
+def attempt_result(attempt: Attempt) -> CaseResult:
+    """One stored attempt (a case's repeat) as a result: prompt, output, expected, grades."""
+    rec = attempt.record
+    verdict = _VERDICT_OF.get(attempt.status, "ERROR")
+    usage = None
+    if attempt.prompt_tokens is not None or attempt.cost is not None:
+        usage = Usage(
+            model=rec.get("model"),
+            prompt_tokens=attempt.prompt_tokens or 0,
+            completion_tokens=attempt.completion_tokens or 0,
+            cost=attempt.cost,
+        )
+    why = rec.get("why") or rec.get("error")
+    return CaseResult(
+        id=f"{attempt.suite}/{attempt.case_id}",
+        phase=attempt.suite,
+        title=attempt.case_id,
+        agent=str(rec.get("agent") or ""),
+        verdict=verdict,
+        composite_score=attempt.score,
+        grader_scores={k: Grade.model_validate(g) for k, g in (rec.get("grades") or {}).items()},
+        duration_seconds=attempt.latency or 0.0,
+        error=rec.get("error") if attempt.status == "error" or attempt.error_kind else None,
+        error_kind=attempt.error_kind,
+        failures=[str(why)] if why and verdict != "PASS" else [],
+        advisory=True if verdict != "PASS" and not attempt.blocks else None,
+        prompt=rec.get("prompt"),
+        output=rec.get("output"),
+        output_truncated=rec.get("output_truncated"),
+        warnings=list(rec.get("warnings") or []),
+        cache=rec.get("cache"),
+        attempts=rec.get("attempts"),
+        call_failures=list(rec.get("call_failures") or []),
+        usage={"agent": usage} if usage is not None else {},
+        tool_calls=[ToolCall.model_validate(t) for t in rec.get("tool_calls") or []],
+        expected=rec.get("expected"),
+        expected_tool_calls=rec.get("expected_tool_calls"),
+        judge_replies=rec.get("judge_replies"),
+    )
+
+
+def case_of_attempts(suite: str, runs: list[Attempt]) -> CaseResult:
+    """A case's repeats as one result (see :func:`eval_run_record`)."""
     statuses = {a.status for a in runs}
     verdict: Verdict = "PASS" if statuses == {"pass"} else "FAIL" if "fail" in statuses else "ERROR"
     scored = [a.score for a in runs if a.score is not None]
+    shown = next((a for a in runs if a.status != "pass"), runs[0])
+    result = attempt_result(shown)
+    if len(runs) == 1:
+        return result.model_copy(update={"phase": suite})
     graders: dict[str, list[float]] = {}
     for attempt in runs:
         for key, value in attempt.scores.items():
             if value is not None:
                 graders.setdefault(key, []).append(value)
-    first = runs[0].record
+    grades = {}
+    for key, values in graders.items():
+        mean = sum(values) / len(values)
+        grades[key] = result.grader_scores.get(key, Grade()).model_copy(update={"score": mean})
     failures = [
-        str(a.record.get("why") or a.record.get("error")) for a in runs if a.status != "pass"
+        f"repeat {a.rep + 1}: {a.record.get('why') or a.record.get('error')}"
+        for a in runs
+        if a.status != "pass"
     ]
-    return CaseResult(
-        id=f"{suite}/{runs[0].case_id}",
-        phase=suite,
-        title=runs[0].case_id,
-        agent=str(first.get("agent") or ""),
-        verdict=verdict,
-        composite_score=sum(scored) / len(scored) if scored else None,
-        grader_scores={k: Grade(score=sum(v) / len(v)) for k, v in graders.items()},
-        duration_seconds=sum(a.latency or 0.0 for a in runs),
-        failures=failures,
-        advisory=True if verdict != "PASS" and not any(a.blocks for a in runs) else None,
-        path="",
+    return result.model_copy(
+        update={
+            "verdict": verdict,
+            "composite_score": sum(scored) / len(scored) if scored else None,
+            "grader_scores": grades,
+            "duration_seconds": sum(a.latency or 0.0 for a in runs),
+            "failures": failures,
+            "advisory": True if verdict != "PASS" and not any(a.blocks for a in runs) else None,
+            "repeats": [attempt_result(a) for a in runs],
+        }
     )
 
 

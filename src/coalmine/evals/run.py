@@ -387,6 +387,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     timeout = planned.index.meta.timeout_seconds or env.timeout
     case_id = case.case.id
     record: dict[str, Any] = {"agent": agent.name, "prompt": redact(case.prompt, env.secrets)}
+    record.update(_compared_with(case))
     t0 = clock.monotonic()
     request = AgentRequest(case.prompt, CallContext(case_id, agent.name, planned.name), timeout)
     try:
@@ -472,6 +473,9 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
         record["attempts"] = called.attempts
         record["call_failures"] = list(called.failures)
     record["grades"] = {k: g.model_dump(exclude_none=True) for k, g in grades.items()}
+    replies = _judge_replies(grades)
+    if replies:
+        record["judge_replies"] = replies
     scores = {k: g.score for k, g in grades.items()}
     if error is not None:
         assert error_grader is not None
@@ -582,6 +586,31 @@ def _inputs(case: SuiteCase) -> dict[str, Any]:
     if c.metadata:
         inputs["metadata"] = c.metadata
     return inputs
+
+
+def _compared_with(case: SuiteCase) -> dict[str, Any]:
+    """What the case's graders compare the output with, and its tags.
+
+    They are kept in the record, so a stored run shows them as they were when it ran (the suite
+    file may change since).
+    """
+    c = case.case
+    found = {
+        "expected": c.expected,
+        "expected_tool_calls": c.expected_tool_calls,
+        "forbidden_tools": c.forbidden_tools,
+        "tags": c.tags or None,
+    }
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _judge_replies(grades: Mapping[str, Grade]) -> dict[str, list[str]]:
+    """Each judge grade's raw replies, in call order (what the judge said, word for word)."""
+    return {
+        key: [call.reply for call in grade.calls if call.reply is not None]
+        for key, grade in grades.items()
+        if isinstance(grade, JudgeGrade) and any(c.reply is not None for c in grade.calls)
+    }
 
 
 def _output_record(text: str, secrets: list[str]) -> dict[str, Any]:

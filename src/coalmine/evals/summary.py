@@ -19,11 +19,11 @@ from pathlib import Path
 
 from coalmine._util.estimate import MeanEstimate, reduce_repeats
 from coalmine._util.hashing import hash_text
-from coalmine._util.words import counted
 from coalmine.engine.verdict import EPSILON
 from coalmine.engine.wiring import coalmine_version
 from coalmine.evals.plan import PlannedSuite
 from coalmine.results import (
+    EVERY_CASE,
     EvalFailure,
     EvalGate,
     EvalSuiteResult,
@@ -38,10 +38,6 @@ __all__ = ["FAILURES_LISTED", "SuiteSummary", "summarise_attempts", "write_suite
 
 FAILURES_LISTED = 20
 """Failures (and bad lines) a suite's result lists."""
-
-
-EVERY_CASE = "every case passes"
-"""The gate's rule without a ``min_score`` (with one, ``score >= <min_score>``)."""
 
 
 STDERR_MARK = "\nstderr (tail):\n"
@@ -274,11 +270,4 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
 
 def gate_in_words(suite: str, gate: EvalGate) -> str:
     """The gate's verdict as a sentence that states the rule and the count that broke it."""
-    n = gate.blocking_failures
-    failed = f"{counted(n, 'case', 'cases')} failed or errored on graders that may block"
-    if gate.rule == EVERY_CASE:
-        if gate.passed:
-            return f"{suite} holds its gate (no case may fail on a grader that may block)"
-        return f"{suite} fails its gate (no case may fail on a grader that may block): {failed}"
-    verdict = "holds" if gate.passed else "fails"
-    return f"{suite} {verdict} its gate ({gate.rule}, over the graders that may block); {failed}"
+    return gate.in_words(suite)
