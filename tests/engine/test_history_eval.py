@@ -76,6 +76,6 @@ def test_report_renders_an_eval_run_as_an_eval_run(tmp_path: Path) -> None:
     code, markdown = run_main("report", "latest", "--root", str(root))
     assert code == 0
     assert markdown.startswith("## Eval Run Results — ")
-    assert "| greet/a | greet | a | echo | 1.00 | ✅ PASS |" in markdown
+    assert "| greet | a | echo | 1.00 | ✅ PASS |" in markdown
     code, junit = run_main("report", "latest", "--root", str(root), "--format", "junit")
     assert code == 0 and 'classname="eval.greet" name="greet/b"' in junit

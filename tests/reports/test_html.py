@@ -441,3 +441,44 @@ def test_clicks_filter_and_sort_and_write_the_fragment(tmp_path: Path) -> None:
     assert page.title == "#verdict=FAIL,ERROR&q=o&sort=-score"
     assert page.visible() == ["qa-001-login"]  # not PASS, and "o" in its id, title or agent
     assert [case for case, _ in page.cases] == ["req-001-shop", "qa-001-login", "rai-001-bias"]
+
+
+# --- the pieces the report and the viewer share ------------------------------------------------
+
+
+def test_the_diff_marks_words_only_in_expected_and_only_in_the_output() -> None:
+    from coalmine.reports.html import diff_html
+
+    assert str(diff_html("Madrid is big", "Barcelona is big")) == (
+        "<del>Madrid</del><ins>Barcelona</ins> is big"
+    )
+    # every piece is escaped, the markup is ours
+    assert str(diff_html("<b>a</b>", "<b>x</b>")) == ("&lt;b&gt;<del>a</del><ins>x</ins>&lt;/b&gt;")
+    assert (
+        str(diff_html({"k": 1}, '{\n  "k": 2\n}'))
+        == "{\n  &#34;k&#34;: <del>1</del><ins>2</ins>\n}"
+    )
+    assert str(diff_html("same", "same")) == "same"
+    assert str(diff_html("", "new")) == "<ins>new</ins>"
+
+
+def test_a_long_text_is_diffed_line_by_line() -> None:
+    from coalmine.reports.html import DIFF_LIMIT, diff_html
+
+    big = "x" * DIFF_LIMIT
+    assert (
+        str(diff_html(f"{big}\nold\n", f"{big}\nnew\n"))
+        == f"{big}\n<del>old\n</del><ins>new\n</ins>"
+    )
+
+
+def test_tool_calls_pair_with_the_expected_ones_by_position() -> None:
+    from coalmine.reports.html import pair_calls
+    from coalmine.results import ToolCall
+
+    called = [ToolCall(name="search", arguments={"q": "x"})]
+    pairs = pair_calls(called, [{"name": "search"}, {"name": "book", "arguments": {"id": 1}}])
+    assert [(c.name if c else None, w.name if w else None) for c, w in pairs] == [
+        ("search", "search"), (None, "book")
+    ]  # fmt: skip
+    assert pair_calls(called, None)[0][1] is None

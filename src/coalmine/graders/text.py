@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from coalmine._util.excerpt import excerpt, first_difference
 from coalmine._util.jsonpath import json_equal
 from coalmine.graders._refusal import find_refusal
 from coalmine.graders.base import GradeContext, GradeFn, NotNull, grader, value_or_expected
@@ -186,17 +187,6 @@ class EqualsGrade(_TextGrade):
         )
 
 
-EXCERPT_BEFORE = 20
-EXCERPT_AFTER = 40
-
-
-def excerpt(text: str, at: int) -> str:
-    """``text`` around character ``at``: a little before it, more after, ``…`` where cut."""
-    start = max(0, at - EXCERPT_BEFORE)
-    end = min(len(text), at + EXCERPT_AFTER)
-    return ("…" if start > 0 else "") + text[start:end] + ("…" if end < len(text) else "")
-
-
 def _quoted(text: str) -> str:
     """In double quotes, with newlines, tabs and other controls escaped (so they can be seen)."""
     return json.dumps(text, ensure_ascii=False)
@@ -293,10 +283,7 @@ def score_equals(output: str, config: EqualsConfig) -> EqualsGrade:
         except ValueError:
             equal = False
         return EqualsGrade(equal=equal, as_json=True, **_verdict(equal))
-    pairs = zip(output, value, strict=False)
-    diff = next((i for i, (a, b) in enumerate(pairs) if a != b), None)
-    if diff is None and len(output) != len(value):
-        diff = min(len(output), len(value))
+    diff = first_difference(output, value)
     if diff is None:
         return EqualsGrade(equal=True, as_json=False, **_verdict(True))
     return EqualsGrade(

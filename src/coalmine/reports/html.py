@@ -19,6 +19,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -132,7 +133,9 @@ def shown_value(value: Any) -> str:
 
 
 DIFF_LIMIT = 20_000
-"""Characters above which texts are diffed line by line instead of character by character."""
+"""Characters above which texts are diffed line by line instead of word by word."""
+_WORDS = re.compile(r"\w+|\s+|[^\w\s]")
+"""A text's words, runs of space and single other characters: what a word diff compares."""
 
 
 def diff_html(expected: Any, actual: str | None) -> Markup:
@@ -142,8 +145,8 @@ def diff_html(expected: Any, actual: str | None) -> Markup:
     """
     a, b = shown_value(expected), actual or ""
     by_line = len(a) > DIFF_LIMIT or len(b) > DIFF_LIMIT
-    left: Sequence[str] = a.splitlines(keepends=True) if by_line else a
-    right: Sequence[str] = b.splitlines(keepends=True) if by_line else b
+    left = a.splitlines(keepends=True) if by_line else _WORDS.findall(a)
+    right = b.splitlines(keepends=True) if by_line else _WORDS.findall(b)
     matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
     out: list[str] = []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():

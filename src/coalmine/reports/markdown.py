@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+from coalmine._util.excerpt import excerpt, first_difference
 from coalmine.compare import CaseChange, Comparison
 from coalmine.reports.base import reporter
 from coalmine.results import CanaryRun, CaseResult, format_score
 
 _MARK = {"PASS": "✅ PASS", "FAIL": "❌ FAIL", "ERROR": "⚠️ ERROR"}
 _ADVISORY = " (advisory)"
+OUTPUT_SHOWN = 120
+"""Characters of an output a failure shows when nothing was expected to compare it with."""
 _SHORT_ID = re.compile(r"^([A-Za-z]+-\d+)-")
 
 
@@ -81,22 +85,33 @@ def render_markdown(
     """Render the run as the seed's markdown report (``cache_explain``: a line per case)."""
     title = "Eval Run Results" if run.kind == "eval" else "Canary Run Results"
     lines = [f"## {title} — {date}", ""]
-    if run.results:
+    if run.suites:
+        lines += _suites(run)
+    if run.results and run.kind == "eval":
+        lines += ["| Suite | Case | Agent | Score | Verdict |", "|----|----|----|----|----|"]
+        for r in run.results:
+            lines.append(
+                f"| {_cell(r.phase)} | {_cell(r.title)} | {_cell(r.agent)} | "
+                f"{_score_cell(r.composite_score)} | {_MARK[r.verdict]}"
+                f"{_ADVISORY if r.advisory else ''} |"
+            )
+        lines.append("")
+    elif run.results:
         lines += [
             "| ID | Phase | Title | Agent | Score | Verdict |",
             "|----|-------|-------|-------|-------|---------|",
         ]
         for r in run.results:
-            score = format_score(r.composite_score) if r.composite_score is not None else "—"
             lines.append(
                 f"| {_cell(short_id(r.id))} | {_cell(r.phase)} | {_cell(r.title)} | "
-                f"{_cell(r.agent)} | {score} | {_MARK[r.verdict]}"
+                f"{_cell(r.agent)} | {_score_cell(r.composite_score)} | {_MARK[r.verdict]}"
                 f"{_ADVISORY if r.advisory else ''} |"
             )
         lines.append("")
     s = run.summary
     composite = format_score(s.composite_score) if s.composite_score is not None else "—"
-    parts = [f"{s.passed}/{s.total} passed", f"Composite: {composite}"]
+    mean = "Mean case score" if run.kind == "eval" else "Composite"
+    parts = [f"{s.passed}/{s.total} passed", f"{mean}: {composite}"]
     if s.errored:
         parts.append(f"{s.errored} errored")
     advisory = sum(1 for r in run.results if r.advisory)
@@ -169,8 +184,52 @@ def _explain(r: CaseResult) -> list[str]:
     out = [head]
     if r.error:
         out += [f"  - {line}" for line in r.error.splitlines()[:12]]
-    out += [f"  - {failure}" for failure in r.failures]
+    out += [f"  - {failure}" for failure in r.failures if failure != r.error]
+    out += _said(r)
     return out
+
+
+def _said(r: CaseResult) -> list[str]:
+    """What the agent answered and what was expected, shortened where they first differ."""
+    if r.output is None or any(
+        getattr(g, "expected_excerpt", None) for g in r.grader_scores.values()
+    ):  # a grader's failure quotes both already
+        return []
+    output = r.output
+    if r.expected is None:
+        cut = output[:OUTPUT_SHOWN] + ("…" if len(output) > OUTPUT_SHOWN else "")
+        return [f"  - output: {_quote(cut)}"]
+    expected = (
+        r.expected if isinstance(r.expected, str) else json.dumps(r.expected, ensure_ascii=False)
+    )
+    at = first_difference(expected, output)
+    where = "" if at is None else f" (they differ at character {at})"
+    return [
+        f"  - expected: {_quote(excerpt(expected, at or 0))}",
+        f"  - output: {_quote(excerpt(output, at or 0))}{where}",
+    ]
+
+
+def _quote(text: str) -> str:
+    """A text in one line of markdown: in double quotes, newlines and controls escaped."""
+    return json.dumps(text, ensure_ascii=False).replace("|", "\\|")
+
+
+def _suites(run: CanaryRun) -> list[str]:
+    lines = ["| Suite | Verdict | Passed | Score | Gate |", "|----|----|----|----|----|"]
+    for u in run.suites:
+        verdict = ("PASS" if u.verdict == "pass" else "FAIL") + (
+            " (incomplete)" if u.interrupted else ""
+        )
+        lines.append(
+            f"| {_cell(u.suite_id)} | {verdict} | {u.passed}/{u.cases} | "
+            f"{format_score(u.score)} | {_cell(u.gate.in_words(u.suite_id))} |"
+        )
+    return [*lines, ""]
+
+
+def _score_cell(score: float | None) -> str:
+    return format_score(score) if score is not None else "—"
 
 
 def _strip_location(message: str, where: str) -> str:
