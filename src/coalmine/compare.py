@@ -57,32 +57,42 @@ class Comparison:
 
     def verdict_sentence(self) -> str:
         """The pass/fail test in words."""
-        b, c = len(self.regressions), len(self.fixes)
-        if b + c == 0:
-            return (
-                f"No case changed between PASS and not-PASS over {len(self.shared)} shared cases."
-            )
-        return (
-            f"{b} case{_s(b)} went from PASS to not-PASS and {c} the other way; with "
-            f"{b + c} discordant case{_s(b + c)}, an exact McNemar test gives "
-            f"p = {self.flips.p_value:.4g}: {describe_p(self.flips.p_value)}."
+        return verdict_sentence(
+            len(self.regressions), len(self.fixes), len(self.shared), self.flips
         )
 
     def score_sentence(self) -> str:
         """The composite-score test in words."""
         deltas = [c.composite_delta for c in self.shared if c.composite_delta is not None]
-        if self.scores.n == 0:
-            return f"Composite scores are identical on all {len(deltas)} comparable cases."
-        mean = sum(deltas) / len(deltas)
-        if abs(mean) < 5e-4:
-            movement = "did not move on average"
-        else:
-            movement = f"moved {'up' if mean > 0 else 'down'} by {abs(mean):.3f} on average"
-        return (
-            f"Composite scores {movement} over {len(deltas)} comparable case{_s(len(deltas))} "
-            f"({self.scores.n} changed); a Wilcoxon signed-rank test ({self.scores.method}) "
-            f"gives p = {self.scores.p_value:.4g}: {describe_p(self.scores.p_value)}."
-        )
+        return score_sentence(deltas, self.scores)
+
+
+def verdict_sentence(regressions: int, fixes: int, shared: int, flips: TestResult) -> str:
+    """The pass/fail flips of ``shared`` cases and their exact McNemar test, in words."""
+    b, c = regressions, fixes
+    if b + c == 0:
+        return f"No case changed between PASS and not-PASS over {shared} shared cases."
+    return (
+        f"{b} case{_s(b)} went from PASS to not-PASS and {c} the other way; with "
+        f"{b + c} discordant case{_s(b + c)}, an exact McNemar test gives "
+        f"p = {flips.p_value:.4g}: {describe_p(flips.p_value)}."
+    )
+
+
+def score_sentence(deltas: list[float], scores: TestResult, *, noun: str = "Composite") -> str:
+    """The score deltas of the comparable cases and their Wilcoxon test, in words."""
+    if scores.n == 0:
+        return f"{noun} scores are identical on all {len(deltas)} comparable cases."
+    mean = sum(deltas) / len(deltas)
+    if abs(mean) < 5e-4:
+        movement = "did not move on average"
+    else:
+        movement = f"moved {'up' if mean > 0 else 'down'} by {abs(mean):.3f} on average"
+    return (
+        f"{noun} scores {movement} over {len(deltas)} comparable case{_s(len(deltas))} "
+        f"({scores.n} changed); a Wilcoxon signed-rank test ({scores.method}) "
+        f"gives p = {scores.p_value:.4g}: {describe_p(scores.p_value)}."
+    )
 
 
 def _s(n: int) -> str:

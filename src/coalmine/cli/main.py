@@ -95,6 +95,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "runs",
         "Browse the runs recorded in the run store.",
     ),
+    "view": (
+        "coalmine.cli.view",
+        "view_command",
+        "Browse the run store in a local web app: runs, cases, comparisons, judges, labelling.",
+    ),
 }
 """Each command: (its module, the command's name in that module, its one-line help).
 

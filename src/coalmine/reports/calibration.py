@@ -26,7 +26,12 @@ FIGURES = (
 def render_calibrations_html(records: Sequence[dict[str, Any]]) -> str:
     """The calibration records (each with its ``id``) as one HTML page."""
     template = template_environment().get_template("calibration.html")
-    return template.render(records=[_Record(r) for r in records], figures=FIGURES)
+    return template.render(records=wrap_records(records), figures=FIGURES)
+
+
+def wrap_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records ready for ``parts/calibration.html`` (keys read as attributes, missing as None)."""
+    return [_Record(r) for r in records]
 
 
 class _Record(dict[str, Any]):

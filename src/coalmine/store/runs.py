@@ -116,6 +116,30 @@ class Store:
             raise StoreError(f"cannot prepare the run store {path}: {exc}") from None
         return cls(conn, path)
 
+    @classmethod
+    def open_readonly(cls, path: Path) -> Store:
+        """Open an existing store to read only (a viewer): no migration, no write, no lock.
+
+        In WAL mode a reader never blocks the writer, so a run may go on while it is open.
+
+        Raises:
+            StoreError: there is no store at ``path``, or it cannot be read.
+        """
+        if not path.is_file():
+            raise StoreError(f"there is no run store at {path}; run something first")
+        try:
+            conn = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                check_same_thread=False,
+            )  # fmt: skip
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA busy_timeout = 5000")
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("SELECT COUNT(*) FROM runs").fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the run store {path}: {exc}") from None
+        return cls(conn, path)
+
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()

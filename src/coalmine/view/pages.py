@@ -1,0 +1,295 @@
+"""What each page of the viewer shows, read from the store: plain data for the templates.
+
+Each function takes a read-only store and the request's parameters and returns the template's
+context. Nothing here knows HTTP; :mod:`coalmine.view.app` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coalmine._util.stats import mcnemar_exact, wilcoxon_signed_rank
+from coalmine.compare import compare_runs, score_sentence, verdict_sentence
+from coalmine.engine.history import attempt_result, case_of_attempts, eval_run_record
+from coalmine.errors import UsageError
+from coalmine.results import CanaryRun, CaseResult, RunTotals
+from coalmine.store.browse import (
+    RUN_KINDS,
+    SORT_KEYS,
+    CaseFilter,
+    RunFilter,
+    canary_cases,
+    case_attempts,
+    compare_eval_runs,
+    eval_cases,
+    list_runs,
+    run_facets,
+    suite_trends,
+)
+from coalmine.store.evals import attempt_records, suite_results
+from coalmine.store.runs import RunInfo, Store
+
+PAGE_SIZE = 50
+"""Cases on a page of a run, changes on a page of a comparison."""
+
+
+class NotFound(Exception):
+    """The page names something the store does not hold."""
+
+
+def find_run(store: Store, ref: str) -> RunInfo:
+    """A run by id, prefix or label.
+
+    Raises:
+        NotFound: no run (or several) match.
+    """
+    try:
+        return store.get_run(ref)
+    except UsageError as exc:
+        raise NotFound(str(exc)) from None
+
+
+def runs_page(store: Store, where: RunFilter) -> dict[str, Any]:
+    """The runs page: every run of every kind, newest first, and each suite's trend."""
+    rows = list_runs(store, where)
+    suites = sorted({s for r in rows for s in r.suites})
+    return {
+        "rows": rows,
+        "where": where,
+        "kinds": RUN_KINDS,
+        "trends": suite_trends(store),
+        "suites": suites,
+        "running": any(r.status == "running" for r in rows),
+    }
+
+
+def run_header(store: Store, info: RunInfo) -> CanaryRun:
+    """The run's head (summary, suites, judge) without its cases: what the run page draws."""
+    if info.kind == "canary":
+        record = store.load_run(info.id)
+        return record.model_copy(update={"results": []})
+    suites = suite_results(store, info.id)
+    tally = store.conn.execute(
+        "SELECT COALESCE(SUM(status = 'pass'), 0), COUNT(*), COALESCE(SUM(status = 'error'), 0),"
+        " AVG(score), SUM(cost) FROM eval_attempts WHERE run_id = ?",
+        (info.id,),
+    ).fetchone()
+    passed, total, errored, mean, cost = tally
+    totals = RunTotals(
+        total=total, passed=passed, failed=total - passed - errored, errored=errored,
+        composite_score=mean, invalid=0, cost=cost,
+    )  # fmt: skip
+    return CanaryRun(
+        run_id=info.label or info.id,
+        timestamp=info.started_at[:19] + "Z",
+        summary=totals,
+        results=[],
+        interrupted=info.status != "finished",
+        judge=info.judge,
+        duration_seconds=_seconds(info),
+        coalmine_version=info.coalmine_version,
+        store_run_id=info.id,
+        kind="eval",
+        suites=suites,
+    )
+
+
+def _seconds(info: RunInfo) -> float:
+    from datetime import UTC, datetime
+
+    start = datetime.fromisoformat(info.started_at)
+    end = datetime.fromisoformat(info.ended_at) if info.ended_at else datetime.now(UTC)
+    return round((end - start).total_seconds(), 3)
+
+
+def run_page(store: Store, info: RunInfo, where: CaseFilter, page: int) -> dict[str, Any]:
+    """A run: its head, and one page of its cases as filtered and sorted."""
+    offset = max(page - 1, 0) * PAGE_SIZE
+    browse = canary_cases if info.kind == "canary" else eval_cases
+    cases = browse(store, info.id, where, limit=PAGE_SIZE, offset=offset)
+    suites, graders, tags = run_facets(store, info)
+    return {
+        "info": info,
+        "run": run_header(store, info),
+        "cases": cases,
+        "where": where,
+        "page": max(page, 1),
+        "pages": max(1, -(-cases.matching // PAGE_SIZE)),
+        "suites": suites,
+        "graders": graders,
+        "tags": tags,
+        "sort_keys": SORT_KEYS,
+        "skipped": {},
+    }
+
+
+def case_page(store: Store, info: RunInfo, suite: str, case_id: str) -> dict[str, Any]:
+    """One case in full: every repeat, each with its prompt, output, expected value, grades."""
+    if info.kind == "canary":
+        record = store.load_run(info.id)
+        found = [r for r in record.results if r.id == case_id]
+        if not found:
+            raise NotFound(f"run {info.id} has no case {case_id!r}")
+        return {"info": info, "case": found[0], "repeats": [found[0]], "suite": suite}
+    attempts = case_attempts(store, info.id, suite, case_id)
+    if not attempts:
+        raise NotFound(f"run {info.id} has no case {suite}/{case_id}")
+    summary = case_of_attempts(suite, attempts)
+    return {
+        "info": info,
+        "case": summary,
+        "repeats": [attempt_result(a) for a in attempts],
+        "suite": suite,
+    }
+
+
+@dataclass(frozen=True)
+class ChangeView:
+    """A changed case as the compare page shows it, with both outputs."""
+
+    suite: str
+    case_id: str
+    base_verdict: str
+    new_verdict: str
+    base_score: float | None
+    new_score: float | None
+    base_output: str | None
+    new_output: str | None
+
+
+def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[str, Any]:
+    """Two runs side by side: regressions, fixes, score moves, the tests in words."""
+    offset = max(page - 1, 0) * PAGE_SIZE
+    if base.kind == "eval" and new.kind == "eval":
+        c = compare_eval_runs(store, base.id, new.id, limit=PAGE_SIZE, offset=offset)
+        flips = mcnemar_exact(c.regressions, c.fixes)
+        scores = wilcoxon_signed_rank(c.deltas)
+        changes = [
+            ChangeView(
+                ch.suite,
+                ch.case_id,
+                ch.base_verdict,
+                ch.new_verdict,
+                ch.base_score,
+                ch.new_score,
+                _output(store, base.id, ch.suite, ch.case_id),
+                _output(store, new.id, ch.suite, ch.case_id),
+            )  # fmt: skip
+            for ch in c.changed
+        ]
+        counts = (c.shared, c.regressions, c.fixes, c.only_new, c.only_base, c.changed_total)
+        sentences = (
+            verdict_sentence(c.regressions, c.fixes, c.shared, flips),
+            score_sentence(c.deltas, scores, noun="Case"),
+        )
+    else:
+        a, b = _record(store, base), _record(store, new)
+        comparison = compare_runs(a, b)
+        by_id_a = {r.id: r for r in a.results}
+        by_id_b = {r.id: r for r in b.results}
+        ranked = sorted(
+            (ch for ch in comparison.shared
+             if ch.base_verdict != ch.new_verdict or (ch.composite_delta or 0) != 0),
+            key=lambda ch: (0 if ch in comparison.regressions else
+                            1 if ch in comparison.fixes else 2),
+        )  # fmt: skip
+        changes = [
+            ChangeView(
+                by_id_b[ch.case_id].phase,
+                ch.case_id,
+                ch.base_verdict,
+                ch.new_verdict,
+                ch.base_composite,
+                ch.new_composite,
+                by_id_a[ch.case_id].output,
+                by_id_b[ch.case_id].output,
+            )  # fmt: skip
+            for ch in ranked[offset : offset + PAGE_SIZE]
+        ]
+        counts = (
+            len(comparison.shared), len(comparison.regressions), len(comparison.fixes),
+            len(comparison.new_cases), len(comparison.removed_cases), len(ranked),
+        )  # fmt: skip
+        sentences = (comparison.verdict_sentence(), comparison.score_sentence())
+    shared, regressions, fixes, only_new, only_base, changed_total = counts
+    return {
+        "base": base,
+        "new": new,
+        "changes": changes,
+        "shared": shared,
+        "regressions": regressions,
+        "fixes": fixes,
+        "only_new": only_new,
+        "only_base": only_base,
+        "changed_total": changed_total,
+        "sentences": sentences,
+        "page": max(page, 1),
+        "pages": max(1, -(-changed_total // PAGE_SIZE)),
+    }
+
+
+def _record(store: Store, info: RunInfo) -> CanaryRun:
+    return eval_run_record(store, info) if info.kind == "eval" else store.load_run(info.id)
+
+
+def _output(store: Store, run_id: str, suite: str, case_id: str) -> str | None:
+    attempts = case_attempts(store, run_id, suite, case_id)
+    if not attempts:
+        return None
+    shown = next((a for a in attempts if a.status != "pass"), attempts[0])
+    output = shown.record.get("output")
+    return output if isinstance(output, str) else None
+
+
+def review_page(store: Store, info: RunInfo, root: Path) -> dict[str, Any]:
+    """A review run: each eval's role calls (what each role got and said), the aggregate."""
+    records = attempt_records(store, info.id, "review")
+    table: dict[tuple[str, str], list[int]] = {}
+    for _, rec in records:
+        key = (str(rec.get("eval", "?")), str(rec.get("variant") or "—"))
+        cell = table.setdefault(key, [0, 0])
+        for grade in (rec.get("grades") or {}).values():
+            cell[1] += 1
+            cell[0] += grade.get("verdict") == "pass"
+    note = _note(info, root)
+    return {
+        "info": info,
+        "records": records,
+        "aggregate": sorted(table.items()),
+        "note": note,
+    }
+
+
+def _note(info: RunInfo, root: Path) -> str | None:
+    """The review's session note, when the store names one inside the project."""
+    if not info.results_file:
+        return None
+    path = (root / info.results_file).resolve()
+    if not path.is_relative_to(root.resolve()) or not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return None
+
+
+def judges_page(store: Store) -> dict[str, Any]:
+    """Every calibration record, newest first, and the runs that can be labelled."""
+    rows = store.conn.execute(
+        "SELECT id, record FROM judge_calibrations ORDER BY id DESC LIMIT 200"
+    ).fetchall()
+    import json
+
+    records = [{**json.loads(r[1]), "id": r[0]} for r in rows]
+    labellable = [
+        r for r in list_runs(store, RunFilter(), limit=50) if r.kind in ("canary", "eval")
+    ]
+    return {"records": records, "labellable": labellable}
+
+
+def case_results_of(context: dict[str, Any]) -> list[CaseResult]:
+    """The results a case page draws (each repeat)."""
+    repeats: list[CaseResult] = context["repeats"]
+    return repeats
