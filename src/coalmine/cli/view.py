@@ -10,6 +10,7 @@ import click
 
 from coalmine.cli.options import root_option, store_option
 from coalmine.engine.history import project_config
+from coalmine.errors import UsageError
 
 
 @click.command("view")
@@ -33,6 +34,11 @@ def view_command(
     from coalmine.view.app import ViewConfig, serve
 
     path = store_path or project_config(root).store_path
+    if not path.is_file():
+        raise UsageError(
+            f"there is no run store at {path} yet: run `coalmine canary run` or "
+            "`coalmine eval run` first (or point --store at one)"
+        )
     Store.open_readonly(path).close()  # a clear error now, not on the first page
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host}: anyone who can reach it can read the store",

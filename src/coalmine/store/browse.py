@@ -181,19 +181,25 @@ def suite_trends(store: Store, suites: Sequence[str] | None = None) -> dict[str,
 SortKey = Literal["case", "score", "verdict", "latency", "cost"]
 SORT_KEYS: tuple[SortKey, ...] = ("case", "score", "verdict", "latency", "cost")
 _EVAL_ORDER = {
-    "case": "suite, case_id, rep",
-    "score": "score IS NULL, score",
-    "verdict": "status",
-    "latency": "latency IS NULL, latency",
-    "cost": "cost IS NULL, cost",
+    "case": ("suite", "case_id", "rep"),
+    "score": ("score",),
+    "verdict": ("status",),
+    "latency": ("latency",),
+    "cost": ("cost",),
 }
 _CANARY_ORDER = {
-    "case": "position",
-    "score": "composite_score IS NULL, composite_score",
-    "verdict": "verdict",
-    "latency": "duration_seconds",
-    "cost": "json_extract(result, '$.usage.agent.cost')",
+    "case": ("c.position",),
+    "score": ("c.composite_score",),
+    "verdict": ("c.verdict",),
+    "latency": ("c.duration_seconds",),
+    "cost": ("json_extract(c.result, '$.usage.agent.cost')",),
 }
+
+
+def _order(columns: tuple[str, ...], descending: bool) -> str:
+    """ORDER BY terms: each column in the direction asked, rows without a value last."""
+    way = " DESC" if descending else ""
+    return ", ".join(f"{c} IS NULL, {c}{way}" for c in columns)
 
 
 @dataclass(frozen=True)
@@ -268,7 +274,7 @@ def eval_cases(
         clauses.append("(record LIKE ? ESCAPE '\\' OR case_id LIKE ? ESCAPE '\\')")
         params += [_like(where.text), _like(where.text)]
     sql_where = " AND ".join(clauses)
-    order = _EVAL_ORDER[where.sort] + (" DESC" if where.descending else "")
+    order = _order(_EVAL_ORDER[where.sort], where.descending)
     rows = store.conn.execute(
         "SELECT suite, case_id, rep, status, score, json_extract(record, '$.agent'), latency,"
         " cost, COALESCE(json_extract(record, '$.why'), json_extract(record, '$.error')),"
@@ -325,7 +331,7 @@ def canary_cases(
         clauses.append("(c.result LIKE ? ESCAPE '\\' OR c.case_id LIKE ? ESCAPE '\\')")
         params += [_like(where.text), _like(where.text)]
     sql_where = " AND ".join(clauses)
-    order = _CANARY_ORDER[where.sort] + (" DESC" if where.descending else "")
+    order = _order(_CANARY_ORDER[where.sort], where.descending)
     rows = store.conn.execute(
         "SELECT json_extract(c.result, '$.phase'), c.case_id, c.verdict, c.composite_score,"
         " c.agent, c.duration_seconds, json_extract(c.result, '$.usage.agent.cost'), c.reason,"
