@@ -43,7 +43,7 @@ def test_plain_prints_a_line_each_tenth_and_the_last_once() -> None:
 
     anyio.run(main)
     lines = stream.getvalue().splitlines()
-    assert lines[0].startswith("coalmine: running 10 case runs of 1 suite(s) at concurrency 4")
+    assert lines[0].startswith("coalmine: running 10 case runs of 1 suite at concurrency 4")
     # 1 (the first tenth), 2 (the second), 5, then 10 once; repeats of a tenth are not printed
     assert [line.split("]")[0] for line in lines[1:]] == ["[1/10", "[2/10", "[5/10", "[10/10"]
 

@@ -97,7 +97,7 @@ def test_all_passing_exits_0_with_a_table_and_plain_progress(project: Project) -
     # shown from the working directory, which the project root is not below here
     assert f"ok: {report.resolve()}" in proc.stdout
     # progress goes to stderr as plain lines: the start, then the counts (at least the end)
-    assert "coalmine: running 2 case runs of 1 suite(s) at concurrency 16 (judge: none)" in (
+    assert "coalmine: running 2 case runs of 1 suite at concurrency 16 (judge: none)" in (
         proc.stderr
     )
     assert "[2/2] 2 passed, 0 failed, 0 errored" in proc.stderr

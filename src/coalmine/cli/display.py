@@ -144,7 +144,8 @@ class PlainDisplay(Display):
         self._eval_printed_last = False
         resumed = f", {event.resumed} done before" if event.resumed else ""
         print(
-            f"coalmine: running {event.total} case runs of {len(event.suites)} suite(s) "
+            f"coalmine: running {counted(event.total, 'case run', 'case runs')} of "
+            f"{counted(len(event.suites), 'suite', 'suites')} "
             f"at concurrency {event.concurrency}{resumed} (judge: {event.judge or 'none'})",
             file=self.stream,
             flush=True,
