@@ -148,7 +148,9 @@ async def _guard(
         raise
     response.headers["Content-Security-Policy"] = CSP
     response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    # same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the
+    # label form's POST, which the Origin check above must refuse; nothing leaves the origin
+    response.headers["Referrer-Policy"] = "same-origin"
     response.headers["X-Frame-Options"] = "DENY"
     response.headers.setdefault("Cache-Control", "no-store")
     return response
@@ -261,7 +263,8 @@ async def _compare(request: web.Request) -> web.Response:
         base, new = pages.find_run(store, base_ref), pages.find_run(store, new_ref)
         return pages.compare_page(store, base, new, page)
 
-    return _page("compare_page.html", {"pick": None, **await _read(request, build)})
+    context = {"pick": None, "chosen": new_ref, **await _read(request, build)}
+    return _page("compare_page.html", context)
 
 
 async def _judges(request: web.Request) -> web.Response:
