@@ -134,6 +134,9 @@ def shown_value(value: Any) -> str:
 
 DIFF_LIMIT = 20_000
 """Characters above which texts are diffed line by line instead of word by word."""
+DIFF_WORK = 250_000
+"""Word pairs above which texts are diffed line by line: a word diff of two unrelated texts
+costs the product of their lengths, and a page diffs many."""
 _WORDS = re.compile(r"\w+|\s+|[^\w\s]")
 """A text's words, runs of space and single other characters: what a word diff compares."""
 
@@ -144,9 +147,9 @@ def diff_html(expected: Any, actual: str | None) -> Markup:
     Each piece of text is escaped (the markup is ours, the text is not).
     """
     a, b = shown_value(expected), actual or ""
-    by_line = len(a) > DIFF_LIMIT or len(b) > DIFF_LIMIT
-    left = a.splitlines(keepends=True) if by_line else _WORDS.findall(a)
-    right = b.splitlines(keepends=True) if by_line else _WORDS.findall(b)
+    left, right = _WORDS.findall(a), _WORDS.findall(b)
+    if len(a) > DIFF_LIMIT or len(b) > DIFF_LIMIT or len(left) * len(right) > DIFF_WORK:
+        left, right = a.splitlines(keepends=True), b.splitlines(keepends=True)
     matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
     out: list[str] = []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():

@@ -82,22 +82,41 @@ def _store_runs(store: Store, where: RunFilter, limit: int) -> list[RunRow]:
             sql, (where.kind, where.suite, where.label, where.since, where.until, limit)
         )
     ]
-    attempted = [i.id for i in infos if i.kind != "canary"]
     tallies: dict[str, tuple[int, int, float | None, float | None]] = {}
     suites: dict[str, list[str]] = {}
+    attempted = [i.id for i in infos if i.kind != "canary"]
     if attempted:
         marks = ",".join("?" * len(attempted))
-        for r in store.conn.execute(
-            "SELECT run_id, SUM(status = 'pass'), COUNT(*), AVG(score), SUM(cost)"
-            f" FROM eval_attempts WHERE run_id IN ({marks}) GROUP BY run_id",
-            attempted,
-        ):
-            tallies[r[0]] = (int(r[1]), int(r[2]), r[3], r[4])
         for r in store.conn.execute(
             f"SELECT run_id, suite FROM eval_suites WHERE run_id IN ({marks}) ORDER BY suite",
             attempted,
         ):
             suites.setdefault(r[0], []).append(r[1])
+        # a finished eval run is tallied from its suites' summaries (a 100,000-case run is not
+        # counted again on every page); the others from their attempts, on the slim index
+        summed = [i.id for i in infos if i.kind == "eval" and i.status == "finished"
+                  and i.id in suites]  # fmt: skip
+        if summed:
+            for r in store.conn.execute(
+                "SELECT run_id, SUM(json_extract(summary, '$.passed')),"
+                " SUM(json_extract(summary, '$.cases')),"
+                " SUM(json_extract(summary, '$.score') * json_extract(summary, '$.cases'))"
+                " / NULLIF(SUM(json_extract(summary, '$.cases')), 0),"
+                " SUM(json_extract(summary, '$.cost'))"
+                f" FROM eval_suites WHERE run_id IN ({','.join('?' * len(summed))})"
+                " GROUP BY run_id",
+                summed,
+            ):
+                tallies[r[0]] = (int(r[1] or 0), int(r[2] or 0), r[3], r[4])
+        counted_ = [i for i in attempted if i not in tallies]
+        if counted_:
+            for r in store.conn.execute(
+                "SELECT run_id, SUM(status = 'pass'), COUNT(*), AVG(score), SUM(cost)"
+                " FROM eval_attempts INDEXED BY eval_attempts_slim"
+                f" WHERE run_id IN ({','.join('?' * len(counted_))}) GROUP BY run_id",
+                counted_,
+            ):
+                tallies[r[0]] = (int(r[1]), int(r[2]), r[3], r[4])
     return [_run_row(info, tallies.get(info.id), suites.get(info.id, [])) for info in infos]
 
 
@@ -180,13 +199,15 @@ def suite_trends(store: Store, suites: Sequence[str] | None = None) -> dict[str,
 
 SortKey = Literal["case", "score", "verdict", "latency", "cost"]
 SORT_KEYS: tuple[SortKey, ...] = ("case", "score", "verdict", "latency", "cost")
-_EVAL_ORDER = {
-    "case": ("suite", "case_id", "rep"),
+_EVAL_ORDER: dict[str, tuple[str, ...]] = {
+    "case": (),
     "score": ("score",),
     "verdict": ("status",),
     "latency": ("latency",),
     "cost": ("cost",),
 }
+"""The sort columns of an eval run's page (then suite, case, repeat, all the same way): every
+one is in the slim index, so a sort never reads a record."""
 _CANARY_ORDER = {
     "case": ("c.position",),
     "score": ("c.composite_score",),
@@ -253,9 +274,20 @@ def _grader_path(key: str) -> str:
 
 
 def eval_cases(
-    store: Store, run_id: str, where: CaseFilter, *, limit: int, offset: int
+    store: Store,
+    run_id: str,
+    where: CaseFilter,
+    *,
+    limit: int,
+    offset: int,
+    total: int | None = None,
 ) -> CasePage:
-    """A page of an eval (or review) run's attempts: one row per case and repeat."""
+    """A page of an eval (or review) run's attempts: one row per case and repeat.
+
+    The page's keys are chosen on the slim index alone (filters on tags and failed graders go
+    through ``eval_attempt_facts``); only the page's own rows read their record. ``total``
+    (the run's attempts) spares a count the caller has already made.
+    """
     clauses = ["run_id = ?"]
     params: list[Any] = [run_id]
     if where.verdict:
@@ -264,32 +296,53 @@ def eval_cases(
     if where.suite:
         clauses.append("suite = ?")
         params.append(where.suite)
-    if where.grader:
-        clauses.append("json_extract(record, ?) = 0")
-        params.append(_grader_path(where.grader))
-    if where.tag:
-        clauses.append("EXISTS (SELECT 1 FROM json_each(record, '$.tags') WHERE value = ?)")
-        params.append(where.tag)
+    for kind, value in (("failed", where.grader), ("tag", where.tag)):
+        if value:
+            clauses.append(
+                "(suite, case_id, rep) IN (SELECT suite, case_id, rep FROM eval_attempt_facts"
+                " WHERE run_id = ? AND kind = ? AND value = ?)"
+            )
+            params += [run_id, kind, value]
     if where.text:
         clauses.append("(record LIKE ? ESCAPE '\\' OR case_id LIKE ? ESCAPE '\\')")
         params += [_like(where.text), _like(where.text)]
     sql_where = " AND ".join(clauses)
-    order = _order(_EVAL_ORDER[where.sort], where.descending)
-    rows = store.conn.execute(
-        "SELECT suite, case_id, rep, status, score, json_extract(record, '$.agent'), latency,"
-        " cost, COALESCE(json_extract(record, '$.why'), json_extract(record, '$.error')),"
-        f" blocks FROM eval_attempts WHERE {sql_where} ORDER BY {order}, suite, case_id, rep"
-        " LIMIT ? OFFSET ?",
-        (*params, limit, offset),
-    ).fetchall()
-    matching = store.conn.execute(
-        f"SELECT COUNT(*) FROM eval_attempts WHERE {sql_where}", params
-    ).fetchone()[0]
-    total = store.conn.execute(
-        "SELECT COUNT(*) FROM eval_attempts WHERE run_id = ?", (run_id,)
-    ).fetchone()[0]
-    return CasePage(
-        [
+    way = " DESC" if where.descending else ""
+    order = ", ".join(f"{c}{way}" for c in (*_EVAL_ORDER[where.sort], "suite", "case_id", "rep"))
+    index = "" if where.text else " INDEXED BY eval_attempts_slim"
+    keys = [
+        r[0]
+        for r in store.conn.execute(
+            f"SELECT rowid FROM eval_attempts{index} WHERE {sql_where} ORDER BY {order}"
+            " LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+    ]
+    found = {
+        r[0]: r[1:]
+        for r in store.conn.execute(
+            "SELECT rowid, suite, case_id, rep, status, score, json_extract(record, '$.agent'),"
+            " latency, cost, COALESCE(json_extract(record, '$.why'),"
+            " json_extract(record, '$.error')), blocks FROM eval_attempts"
+            f" WHERE rowid IN ({','.join('?' * len(keys))})",
+            keys,
+        )
+    } if keys else {}  # fmt: skip
+    if total is None:
+        total = store.conn.execute(
+            "SELECT COUNT(*) FROM eval_attempts INDEXED BY eval_attempts_slim WHERE run_id = ?",
+            (run_id,),
+        ).fetchone()[0]
+    if len(clauses) == 1:
+        matching = total
+    else:
+        matching = store.conn.execute(
+            f"SELECT COUNT(*) FROM eval_attempts{index} WHERE {sql_where}", params
+        ).fetchone()[0]
+    rows = []
+    for key in keys:
+        r = found[key]
+        rows.append(
             CaseRow(
                 r[0],
                 r[1],
@@ -302,11 +355,8 @@ def eval_cases(
                 r[8],
                 r[3] != "pass" and not r[9],
             )  # fmt: skip
-            for r in rows
-        ],
-        total,
-        matching,
-    )
+        )
+    return CasePage(rows, total, matching)
 
 
 def canary_cases(
@@ -379,19 +429,33 @@ def run_facets(store: Store, info: RunInfo) -> tuple[list[str], list[str], list[
     suites = [
         r[0]
         for r in store.conn.execute(
-            "SELECT DISTINCT suite FROM eval_attempts WHERE run_id = ? ORDER BY suite", (info.id,)
+            "SELECT suite FROM eval_suites WHERE run_id = ? ORDER BY suite", (info.id,)
         )
     ]
-    # the graders and tags of a sample of the run's attempts: a facet list, not a census
+    if info.status == "running" or not suites:  # summaries come at the end of a suite
+        suites = [
+            r[0]
+            for r in store.conn.execute(
+                "SELECT DISTINCT suite FROM eval_attempts INDEXED BY eval_attempts_slim"
+                " WHERE run_id = ? ORDER BY suite",
+                (info.id,),
+            )
+        ]
+    tags = [
+        r[0]
+        for r in store.conn.execute(
+            "SELECT DISTINCT value FROM eval_attempt_facts"
+            " WHERE run_id = ? AND kind = 'tag' ORDER BY value",
+            (info.id,),
+        )
+    ]
+    # the graders of a sample of the run's attempts: a list to pick from, not a census
     keys: set[str] = set()
-    tags: set[str] = set()
     for (record,) in store.conn.execute(
-        "SELECT record FROM eval_attempts WHERE run_id = ? LIMIT 500", (info.id,)
+        "SELECT record FROM eval_attempts WHERE run_id = ? LIMIT 200", (info.id,)
     ):
-        data = json.loads(record)
-        keys.update(data.get("grades") or {})
-        tags.update(str(t) for t in data.get("tags") or [])
-    return suites, sorted(keys), sorted(tags)
+        keys.update(json.loads(record).get("grades") or {})
+    return suites, sorted(keys), tags
 
 
 def case_attempts(store: Store, run_id: str, suite: str, case_id: str) -> list[Attempt]:
@@ -456,50 +520,50 @@ class EvalComparison:
 _PER_CASE = (
     "SELECT suite, case_id, CASE WHEN SUM(status = 'fail') > 0 THEN 'FAIL'"
     " WHEN SUM(status = 'error') > 0 THEN 'ERROR' ELSE 'PASS' END AS v, AVG(score) AS s"
-    " FROM eval_attempts WHERE run_id = ? GROUP BY suite, case_id"
+    " FROM eval_attempts INDEXED BY eval_attempts_slim WHERE run_id = ? GROUP BY suite, case_id"
+)
+_RANK = (
+    "CASE WHEN va = 'PASS' AND vb != 'PASS' THEN 0 WHEN va != 'PASS' AND vb = 'PASS' THEN 1"
+    " WHEN sa IS NOT NULL AND sb IS NOT NULL AND abs(sb - sa) > 1e-9 THEN 2"
+    " WHEN va != vb THEN 3 ELSE 4 END"
 )
 
 
 def compare_eval_runs(
     store: Store, base: str, new: str, *, limit: int, offset: int
 ) -> EvalComparison:
-    """Compare eval run ``new`` with ``base``: counts and deltas of all, a page of changes."""
-    joined = (
-        f"WITH a AS ({_PER_CASE}), b AS ({_PER_CASE})"
-        " SELECT a.suite, a.case_id, a.v, b.v, a.s, b.s FROM a JOIN b"
-        " ON a.suite = b.suite AND a.case_id = b.case_id"
-    )
-    shared = regressions = fixes = 0
-    deltas: list[float] = []
-    changed: list[tuple[int, ChangedCase]] = []
-    for suite, case_id, va, vb, sa, sb in store.conn.execute(joined, (base, new)):
-        shared += 1
-        rank = 3
-        if va == "PASS" and vb != "PASS":
-            regressions += 1
-            rank = 0
-        elif va != "PASS" and vb == "PASS":
-            fixes += 1
-            rank = 1
-        if sa is not None and sb is not None:
-            deltas.append(sb - sa)
-            if rank == 3 and abs(sb - sa) > 1e-9:
-                rank = 2
-        if rank < 3 or va != vb:
-            changed.append((rank, ChangedCase(suite, case_id, va, vb, sa, sb)))
-    changed.sort(key=lambda item: item[0])
-    counts = store.conn.execute(
-        f"WITH a AS ({_PER_CASE}), b AS ({_PER_CASE}) SELECT"
-        " (SELECT COUNT(*) FROM a) , (SELECT COUNT(*) FROM b)",
+    """Compare eval run ``new`` with ``base``: counts and deltas of all, a page of changes.
+
+    One statement: each run's per-case verdicts (from the slim index) joined once, returning a
+    row of totals and the changed cases only; a case whose verdict and score did not move
+    counts, but is not sent back.
+    """
+    rows = store.conn.execute(
+        f"WITH a AS ({_PER_CASE}), b AS ({_PER_CASE}),"
+        " j AS MATERIALIZED (SELECT a.suite, a.case_id, a.v AS va, b.v AS vb, a.s AS sa,"
+        " b.s AS sb FROM a JOIN b ON a.suite = b.suite AND a.case_id = b.case_id)"
+        " SELECT NULL, NULL, COUNT(*), (SELECT COUNT(*) FROM a), (SELECT COUNT(*) FROM b),"
+        " SUM(sa IS NOT NULL AND sb IS NOT NULL), NULL FROM j"
+        f" UNION ALL SELECT suite, case_id, va, vb, sa, sb, {_RANK} FROM j"
+        f" WHERE {_RANK} < 4",
         (base, new),
-    ).fetchone()
+    ).fetchall()
+    head, changed_rows = rows[0], rows[1:]
+    shared, in_base, in_new, comparable = head[2], head[3], head[4], head[5] or 0
+    changed_rows.sort(key=lambda r: (r[6], r[0], r[1]))
+    moved = [r[5] - r[4] for r in changed_rows if r[4] is not None and r[5] is not None]
+    deltas = [d for d in moved if abs(d) > 1e-9]
+    deltas += [0.0] * (comparable - len(deltas))  # the comparable cases that did not move
     return EvalComparison(
         shared=shared,
-        regressions=regressions,
-        fixes=fixes,
+        regressions=sum(1 for r in changed_rows if r[6] == 0),
+        fixes=sum(1 for r in changed_rows if r[6] == 1),
         deltas=deltas,
-        changed=[c for _, c in changed[offset : offset + limit]],
-        changed_total=len(changed),
-        only_base=counts[0] - shared,
-        only_new=counts[1] - shared,
+        changed=[
+            ChangedCase(r[0], r[1], r[2], r[3], r[4], r[5])
+            for r in changed_rows[offset : offset + limit]
+        ],
+        changed_total=len(changed_rows),
+        only_base=in_base - shared,
+        only_new=in_new - shared,
     )

@@ -47,6 +47,28 @@ _INSERT = (
 )
 
 
+_CLEAR_FACTS = (
+    "DELETE FROM eval_attempt_facts WHERE run_id = ? AND suite = ? AND case_id = ? AND rep = ?"
+)
+_INSERT_FACT = (
+    "INSERT OR IGNORE INTO eval_attempt_facts (run_id, suite, case_id, rep, kind, value)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+
+
+def attempt_facts(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a viewer filters an attempt by: ``(tag, name)`` and ``(failed, grader key)``."""
+    facts = [("tag", str(t)) for t in record.get("tags") or ()]
+    grades = record.get("grades")
+    if isinstance(grades, dict):
+        facts += [
+            ("failed", str(key))
+            for key, grade in grades.items()
+            if isinstance(grade, dict) and grade.get("passed") is False
+        ]
+    return facts
+
+
 class AttemptWriter:
     """Buffers attempts and writes them in one transaction per batch."""
 
@@ -65,6 +87,7 @@ class AttemptWriter:
         self.interval = interval
         self.clock = clock
         self.pending: list[tuple[Any, ...]] = []
+        self.facts: list[tuple[Any, ...]] = []
         self.written = 0
         self._last = clock()
 
@@ -89,6 +112,8 @@ class AttemptWriter:
                 json.dumps(a.record, ensure_ascii=False),
             )
         )
+        key = (self.run_id, a.suite, a.case_id, a.rep)
+        self.facts += [(*key, kind, value) for kind, value in attempt_facts(a.record)]
         if len(self.pending) >= self.batch or self.clock() - self._last >= self.interval:
             self.flush()
 
@@ -98,9 +123,12 @@ class AttemptWriter:
         if not self.pending:
             return
         with transaction(self.store.conn) as c:
+            c.executemany(_CLEAR_FACTS, [row[:4] for row in self.pending])  # a replaced attempt's
             c.executemany(_INSERT, self.pending)
+            c.executemany(_INSERT_FACT, self.facts)
         self.written += len(self.pending)
         self.pending.clear()
+        self.facts.clear()
 
 
 def done_attempts(store: Store, run_id: str) -> set[tuple[str, str, int]]:

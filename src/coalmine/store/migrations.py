@@ -303,3 +303,60 @@ def _gate_runs(conn: sqlite3.Connection) -> None:
         CREATE INDEX gate_runs_gate ON gate_runs (gate, started_ms)
         """,
     )
+
+
+@migration("m008_eval_attempts_browse")
+def _eval_attempts_browse(conn: sqlite3.Connection) -> None:
+    # A viewer pages, counts, sorts and compares runs of 100,000 attempts. As a WITHOUT ROWID
+    # table every row (its record JSON is ~1 KB) spilled to an overflow page, so any scan read
+    # the whole run twice over; as a rowid table a record sits in its page. The slim index holds
+    # every column but the record, so counts, tallies, sorts and per-case verdicts never read a
+    # record; eval_attempt_facts holds what filters ask of the record (tags, failed graders).
+    _execute_script(
+        conn,
+        """
+        CREATE TABLE eval_attempts_v2 (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            suite TEXT NOT NULL,
+            case_id TEXT NOT NULL,
+            rep INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            blocks INTEGER NOT NULL,
+            score REAL,
+            scores TEXT NOT NULL,
+            latency REAL,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            cost REAL,
+            error_kind TEXT,
+            record TEXT NOT NULL,
+            UNIQUE (run_id, suite, case_id, rep)
+        );
+        INSERT INTO eval_attempts_v2 (run_id, suite, case_id, rep, status, blocks, score, scores,
+            latency, prompt_tokens, completion_tokens, cost, error_kind, record)
+            SELECT run_id, suite, case_id, rep, status, blocks, score, scores, latency,
+            prompt_tokens, completion_tokens, cost, error_kind, record FROM eval_attempts
+            ORDER BY run_id, suite, case_id, rep;
+        DROP TABLE eval_attempts;
+        ALTER TABLE eval_attempts_v2 RENAME TO eval_attempts;
+        CREATE INDEX eval_attempts_slim ON eval_attempts
+            (run_id, suite, case_id, rep, status, score, cost, latency, blocks);
+        CREATE TABLE eval_attempt_facts (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            suite TEXT NOT NULL,
+            case_id TEXT NOT NULL,
+            rep INTEGER NOT NULL,
+            kind TEXT NOT NULL,                  -- tag | failed (a grader that did not pass)
+            value TEXT NOT NULL,
+            PRIMARY KEY (run_id, suite, case_id, rep, kind, value)
+        ) WITHOUT ROWID;
+        CREATE INDEX eval_attempt_facts_by_value ON eval_attempt_facts (run_id, kind, value);
+        INSERT OR IGNORE INTO eval_attempt_facts
+            SELECT a.run_id, a.suite, a.case_id, a.rep, 'tag', CAST(t.value AS TEXT)
+            FROM eval_attempts AS a, json_each(a.record, '$.tags') AS t;
+        INSERT OR IGNORE INTO eval_attempt_facts
+            SELECT a.run_id, a.suite, a.case_id, a.rep, 'failed', g.key
+            FROM eval_attempts AS a, json_each(a.record, '$.grades') AS g
+            WHERE json_extract(g.value, '$.passed') = 0
+        """,
+    )

@@ -6,7 +6,9 @@ context. Nothing here knows HTTP; :mod:`coalmine.view.app` does.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from coalmine._util.stats import mcnemar_exact, wilcoxon_signed_rank
 from coalmine.compare import compare_runs, score_sentence, verdict_sentence
 from coalmine.engine.history import attempt_result, case_of_attempts, eval_run_record
 from coalmine.errors import UsageError
-from coalmine.results import CanaryRun, CaseResult, RunTotals
+from coalmine.results import CanaryRun, RunTotals
 from coalmine.store.browse import (
     RUN_KINDS,
     SORT_KEYS,
@@ -32,7 +34,9 @@ from coalmine.store.evals import attempt_records, suite_results
 from coalmine.store.runs import RunInfo, Store
 
 PAGE_SIZE = 50
-"""Cases on a page of a run, changes on a page of a comparison."""
+"""Cases on a page of a run."""
+CHANGES_PAGE = 20
+"""Changed cases on a page of a comparison (each is drawn with both outputs and their diff)."""
 
 
 class NotFound(Exception):
@@ -73,7 +77,7 @@ def run_header(store: Store, info: RunInfo) -> CanaryRun:
     suites = suite_results(store, info.id)
     tally = store.conn.execute(
         "SELECT COALESCE(SUM(status = 'pass'), 0), COUNT(*), COALESCE(SUM(status = 'error'), 0),"
-        " AVG(score), SUM(cost) FROM eval_attempts WHERE run_id = ?",
+        " AVG(score), SUM(cost) FROM eval_attempts INDEXED BY eval_attempts_slim WHERE run_id = ?",
         (info.id,),
     ).fetchone()
     passed, total, errored, mean, cost = tally
@@ -97,8 +101,6 @@ def run_header(store: Store, info: RunInfo) -> CanaryRun:
 
 
 def _seconds(info: RunInfo) -> float:
-    from datetime import UTC, datetime
-
     start = datetime.fromisoformat(info.started_at)
     end = datetime.fromisoformat(info.ended_at) if info.ended_at else datetime.now(UTC)
     return round((end - start).total_seconds(), 3)
@@ -107,12 +109,16 @@ def _seconds(info: RunInfo) -> float:
 def run_page(store: Store, info: RunInfo, where: CaseFilter, page: int) -> dict[str, Any]:
     """A run: its head, and one page of its cases as filtered and sorted."""
     offset = max(page - 1, 0) * PAGE_SIZE
-    browse = canary_cases if info.kind == "canary" else eval_cases
-    cases = browse(store, info.id, where, limit=PAGE_SIZE, offset=offset)
+    header = run_header(store, info)
+    if info.kind == "canary":
+        cases = canary_cases(store, info.id, where, limit=PAGE_SIZE, offset=offset)
+    else:
+        cases = eval_cases(store, info.id, where, limit=PAGE_SIZE, offset=offset,
+                           total=header.summary.total)  # fmt: skip
     suites, graders, tags = run_facets(store, info)
     return {
         "info": info,
-        "run": run_header(store, info),
+        "run": header,
         "cases": cases,
         "where": where,
         "page": max(page, 1),
@@ -161,9 +167,9 @@ class ChangeView:
 
 def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[str, Any]:
     """Two runs side by side: regressions, fixes, score moves, the tests in words."""
-    offset = max(page - 1, 0) * PAGE_SIZE
+    offset = max(page - 1, 0) * CHANGES_PAGE
     if base.kind == "eval" and new.kind == "eval":
-        c = compare_eval_runs(store, base.id, new.id, limit=PAGE_SIZE, offset=offset)
+        c = compare_eval_runs(store, base.id, new.id, limit=CHANGES_PAGE, offset=offset)
         flips = mcnemar_exact(c.regressions, c.fixes)
         scores = wilcoxon_signed_rank(c.deltas)
         changes = [
@@ -206,7 +212,7 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
                 by_id_a[ch.case_id].output,
                 by_id_b[ch.case_id].output,
             )  # fmt: skip
-            for ch in ranked[offset : offset + PAGE_SIZE]
+            for ch in ranked[offset : offset + CHANGES_PAGE]
         ]
         counts = (
             len(comparison.shared), len(comparison.regressions), len(comparison.fixes),
@@ -226,7 +232,7 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
         "changed_total": changed_total,
         "sentences": sentences,
         "page": max(page, 1),
-        "pages": max(1, -(-changed_total // PAGE_SIZE)),
+        "pages": max(1, -(-changed_total // CHANGES_PAGE)),
     }
 
 
@@ -280,16 +286,8 @@ def judges_page(store: Store) -> dict[str, Any]:
     rows = store.conn.execute(
         "SELECT id, record FROM judge_calibrations ORDER BY id DESC LIMIT 200"
     ).fetchall()
-    import json
-
     records = [{**json.loads(r[1]), "id": r[0]} for r in rows]
     labellable = [
         r for r in list_runs(store, RunFilter(), limit=50) if r.kind in ("canary", "eval")
     ]
     return {"records": records, "labellable": labellable}
-
-
-def case_results_of(context: dict[str, Any]) -> list[CaseResult]:
-    """The results a case page draws (each repeat)."""
-    repeats: list[CaseResult] = context["repeats"]
-    return repeats
