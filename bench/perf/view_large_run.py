@@ -10,9 +10,10 @@ error. The second run flips about 2% of the cases (half regressions, half fixes)
 page has something to show. Each suite gets its stored summary and both runs are finished.
 
 Then it starts ``python -m coalmine view --port 0`` as a user would, and requests each page
-over one keep-alive connection: one warm-up and ``--runs`` timed requests, to the end of the
-body. It prints the median and worst time of each page against the 300 ms budget, and the
-server's peak RSS (VmHWM) against the 150 MB budget. A benchmark, not a test: it always exits 0.
+over one keep-alive connection: a first (cold) request and ``--runs`` more, to the end of the
+body. It prints the first, median and worst time of each page (the slower of the first and the
+median is held against the 300 ms budget), and the server's peak RSS (VmHWM) against the 150 MB
+budget. A benchmark, not a test: it always exits 0.
 """
 
 from __future__ import annotations
@@ -278,9 +279,9 @@ def vm_kb(pid: int, field: str) -> int | None:
 
 
 def time_page(conn: http.client.HTTPConnection, path: str, runs: int) -> tuple[list[float], int]:
-    """Seconds of each timed GET of ``path`` (after one warm-up), and the body's size."""
+    """Seconds of each GET of ``path`` (the first one cold, then ``runs`` more), body size."""
     times, size = [], 0
-    for i in range(runs + 1):
+    for _ in range(runs + 1):
         t0 = time.perf_counter()
         conn.request("GET", path)
         response = conn.getresponse()
@@ -288,8 +289,7 @@ def time_page(conn: http.client.HTTPConnection, path: str, runs: int) -> tuple[l
         elapsed = time.perf_counter() - t0
         if response.status != 200:
             raise RuntimeError(f"HTTP {response.status}: {body[:200]!r}")
-        if i:
-            times.append(elapsed)
+        times.append(elapsed)
         size = len(body)
     return times, size
 
@@ -312,7 +312,7 @@ def main() -> None:
         base, new, suite, case_id, n = store_facts(store)
         proc, url = start_viewer(store, root)
         print(f"viewer: {url} (pid {proc.pid}); {n:,} attempts per run;"
-              f" 1 warm-up + {args.runs} timed requests per page, keep-alive")  # fmt: skip
+              f" a first request, then {args.runs} more per page, keep-alive")  # fmt: skip
         pages = {
             "runs": "/",
             "run": f"/run/{new}",
@@ -324,10 +324,12 @@ def main() -> None:
             "run ?page=500": f"/run/{new}?page=500",
             "case": f"/run/{new}/case?" + urlencode({"suite": suite, "id": case_id}),
             "compare": "/compare?" + urlencode({"base": base, "new": new}),
+            "compare page 2": "/compare?" + urlencode({"base": base, "new": new, "page": 2}),
         }
         split = urlsplit(url)
         conn = http.client.HTTPConnection(split.hostname or "127.0.0.1", split.port, timeout=300)
-        print(f"{'page':<22} {'median ms':>10} {'max ms':>9} {'x 300 ms':>9}  {'':<5} {'KB':>6}")
+        print(f"{'page':<22} {'first ms':>9} {'median ms':>10} {'max ms':>9} {'x 300 ms':>9}"
+              f"  {'':<5} {'KB':>6}")  # fmt: skip
         over: list[tuple[str, float]] = []
         for label, path in pages.items():
             try:
@@ -338,12 +340,14 @@ def main() -> None:
                 conn = http.client.HTTPConnection(split.hostname or "", split.port, timeout=300)
                 over.append((label, float("inf")))
                 continue
-            median, worst = 1000 * statistics.median(times), 1000 * max(times)
-            ratio = median / PAGE_BUDGET_MS
-            verdict = "PASS" if median <= PAGE_BUDGET_MS else "OVER"
+            first = 1000 * times[0]
+            median, worst = 1000 * statistics.median(times[1:]), 1000 * max(times[1:])
+            slowest = max(first, median)  # the first request pays for what the server keeps
+            ratio = slowest / PAGE_BUDGET_MS
+            verdict = "PASS" if slowest <= PAGE_BUDGET_MS else "OVER"
             if verdict == "OVER":
-                over.append((label, median))
-            print(f"{label:<22} {median:10.0f} {worst:9.0f} {ratio:9.2f}  {verdict:<5}"
+                over.append((label, slowest))
+            print(f"{label:<22} {first:9.0f} {median:10.0f} {worst:9.0f} {ratio:9.2f}  {verdict:<5}"
                   f" {size / 1024:6.0f}")  # fmt: skip
         conn.close()
         peak, rss = vm_kb(proc.pid, "VmHWM"), vm_kb(proc.pid, "VmRSS")

@@ -106,3 +106,22 @@ def test_the_comparison_counts_flips_and_keeps_unmoved_cases_as_zero_deltas(tmp_
         ("a", "PASS", "FAIL"), ("b", "FAIL", "PASS")
     ]  # fmt: skip
     assert c.changed_total == 2
+
+
+def test_repeats_paired_one_to_one_reduce_per_case_as_the_run_record_does(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "coalmine.db")
+    runs = []
+    # base: a passes twice; new: a fails once of two (FAIL), mean score 0.5 → 0.75
+    for rows in ([("a", "pass", 0.5, 0), ("a", "pass", 0.5, 1)],
+                 [("a", "fail", 0.5, 0), ("a", "pass", 1.0, 1)]):  # fmt: skip
+        run = store.start_run(NewRun(kind="eval", root=str(tmp_path), started_at=datetime.now(UTC)))
+        writer = AttemptWriter(store, run)
+        for case_id, status, score, rep in rows:
+            writer.add(attempt(case_id, status, score, rep=rep))
+        writer.flush()
+        runs.append(run)
+    c = compare_eval_runs(store, runs[0], runs[1], limit=10, offset=0)
+    store.close()
+    assert (c.shared, c.regressions, c.fixes, c.only_base, c.only_new) == (1, 1, 0, 0, 0)
+    assert c.deltas == [0.25]
+    assert [(x.case_id, x.base_score, x.new_score) for x in c.changed] == [("a", 0.5, 0.75)]

@@ -50,7 +50,7 @@ def lines(flip: bool = False) -> list[str]:
     out.append(case("spain", "Barcelona", "Madrid"))
     out.append(case("xss", XSS, "safe"))
     if flip:
-        out[3] = case("c03", "city 3", "town 3", ["odd"])  # a regression
+        out[3] = case("c03", "town 3", "city 3", ["odd"])  # a regression: it answers "town 3"
     return out
 
 
@@ -274,3 +274,16 @@ def test_the_trend_line_puts_each_score_on_the_chart() -> None:
     svg = str(sparkline([0.0, 0.5, 1.0]))
     assert 'points="0.0,22.0 60.0,12.0 120.0,2.0"' in svg
     assert str(sparkline([])) == ""
+
+
+def test_a_changed_case_is_diffed_when_the_compare_page_asks(served: Served) -> None:
+    base, new = served.runs
+    _, page, _ = served.get(f"/compare?base={base}&new={new}")
+    src = re.search(r'<details class="lazy-diff" data-src="([^"]+)">', page)
+    assert src is not None
+    code, part, _ = served.get(src.group(1).replace("&amp;", "&"))
+    assert code == 200 and part.strip() == "<del>city</del><ins>town</ins> 3"
+    code, part, _ = served.get(f"/compare/diff?base={base}&new={new}&suite=capitals&id=spain")
+    assert code == 200 and part.strip() == "Barcelona"  # the same output in both runs
+    code, part, _ = served.get(f"/compare/diff?base={base}&new={new}&suite=capitals&id=xss")
+    assert code == 200 and "<script>" not in part and "&lt;script&gt;" in part

@@ -39,7 +39,7 @@ def view_command(
             f"there is no run store at {path} yet: run `coalmine canary run` or "
             "`coalmine eval run` first (or point --store at one)"
         )
-    Store.open_readonly(path).close()  # a clear error now, not on the first page
+    Store.open(path).close()  # brings an older store's schema up to date; a clear error now
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host}: anyone who can reach it can read the store",
                    err=True)  # fmt: skip

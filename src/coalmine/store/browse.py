@@ -310,14 +310,18 @@ def eval_cases(
     way = " DESC" if where.descending else ""
     order = ", ".join(f"{c}{way}" for c in (*_EVAL_ORDER[where.sort], "suite", "case_id", "rep"))
     index = "" if where.text else " INDEXED BY eval_attempts_slim"
-    keys = [
-        r[0]
-        for r in store.conn.execute(
-            f"SELECT rowid FROM eval_attempts{index} WHERE {sql_where} ORDER BY {order}"
-            " LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        )
-    ]
+    select = f"SELECT rowid FROM eval_attempts{index} WHERE {sql_where} ORDER BY {order}"
+    if total is None:
+        total = store.conn.execute(
+            "SELECT COUNT(*) FROM eval_attempts INDEXED BY eval_attempts_slim WHERE run_id = ?",
+            (run_id,),
+        ).fetchone()[0]
+    if len(clauses) == 1:  # the whole run: a page of keys, straight off the index
+        cursor = store.conn.execute(select + " LIMIT ? OFFSET ?", (*params, limit, offset))
+        keys, matching = [r[0] for r in cursor], total
+    else:  # one pass finds every match (a text filter reads each record once, not twice)
+        every = [r[0] for r in store.conn.execute(select, params)]
+        keys, matching = every[offset : offset + limit], len(every)
     found = {
         r[0]: r[1:]
         for r in store.conn.execute(
@@ -328,17 +332,6 @@ def eval_cases(
             keys,
         )
     } if keys else {}  # fmt: skip
-    if total is None:
-        total = store.conn.execute(
-            "SELECT COUNT(*) FROM eval_attempts INDEXED BY eval_attempts_slim WHERE run_id = ?",
-            (run_id,),
-        ).fetchone()[0]
-    if len(clauses) == 1:
-        matching = total
-    else:
-        matching = store.conn.execute(
-            f"SELECT COUNT(*) FROM eval_attempts{index} WHERE {sql_where}", params
-        ).fetchone()[0]
     rows = []
     for key in keys:
         r = found[key]
@@ -441,14 +434,16 @@ def run_facets(store: Store, info: RunInfo) -> tuple[list[str], list[str], list[
                 (info.id,),
             )
         ]
-    tags = [
-        r[0]
-        for r in store.conn.execute(
-            "SELECT DISTINCT value FROM eval_attempt_facts"
-            " WHERE run_id = ? AND kind = 'tag' ORDER BY value",
-            (info.id,),
-        )
-    ]
+    tags: list[str] = []
+    while True:  # one index seek per distinct tag, not a scan of every tagged attempt
+        row = store.conn.execute(
+            "SELECT MIN(value) FROM eval_attempt_facts WHERE run_id = ? AND kind = 'tag'"
+            " AND value > ?",
+            (info.id, tags[-1] if tags else ""),
+        ).fetchone()
+        if row[0] is None or len(tags) >= 500:
+            break
+        tags.append(row[0])
     # the graders of a sample of the run's attempts: a list to pick from, not a census
     keys: set[str] = set()
     for (record,) in store.conn.execute(
@@ -529,28 +524,102 @@ _RANK = (
 )
 
 
+_PAIRED = (
+    "SELECT x.suite, x.case_id,"
+    " CASE WHEN SUM(x.status = 'fail') > 0 THEN 'FAIL' WHEN SUM(x.status = 'error') > 0"
+    " THEN 'ERROR' ELSE 'PASS' END AS va,"
+    " CASE WHEN SUM(y.status = 'fail') > 0 THEN 'FAIL' WHEN SUM(y.status = 'error') > 0"
+    " THEN 'ERROR' ELSE 'PASS' END AS vb,"
+    " AVG(x.score) AS sa, AVG(y.score) AS sb, COUNT(*) AS n"
+    " FROM eval_attempts AS x INDEXED BY eval_attempts_slim"
+    " JOIN eval_attempts AS y INDEXED BY eval_attempts_slim ON y.run_id = ?2"
+    " AND y.suite = x.suite AND y.case_id = x.case_id AND y.rep = x.rep"
+    " WHERE x.run_id = ?1 GROUP BY x.suite, x.case_id"
+)
+"""Both runs' attempts paired repeat by repeat (an index seek each), reduced per case."""
+_GROUPED = (
+    f"WITH a AS ({_PER_CASE.replace('?', '?1')}), b AS ({_PER_CASE.replace('?', '?2')})"
+    " SELECT a.suite, a.case_id, a.v AS va, b.v AS vb, a.s AS sa, b.s AS sb, 1 AS n"
+    " FROM a JOIN b ON a.suite = b.suite AND a.case_id = b.case_id"
+)
+"""Each run reduced per case, then joined: right whatever repeats each run made, but slower."""
+
+
+_SINGLE = (
+    "SELECT x.suite, x.case_id, upper(x.status), upper(y.status), x.score, y.score"
+    " FROM eval_attempts AS x INDEXED BY eval_attempts_slim"
+    " LEFT JOIN eval_attempts AS y INDEXED BY eval_attempts_slim ON y.run_id = ?2"
+    " AND y.suite = x.suite AND y.case_id = x.case_id AND y.rep = x.rep WHERE x.run_id = ?1"
+    " AND (y.status IS NULL OR x.status != y.status OR x.score IS NULL OR y.score IS NULL"
+    " OR abs(y.score - x.score) > 1e-9)"
+)
+"""Runs of one attempt per case, paired by index seeks: only the attempts that differ (or lack a
+twin, or a score) come back, so a comparison of two 100,000-case runs is one pass."""
+
+
 def compare_eval_runs(
     store: Store, base: str, new: str, *, limit: int, offset: int
 ) -> EvalComparison:
     """Compare eval run ``new`` with ``base``: counts and deltas of all, a page of changes.
 
-    One statement: each run's per-case verdicts (from the slim index) joined once, returning a
-    row of totals and the changed cases only; a case whose verdict and score did not move
-    counts, but is not sent back.
+    When both runs made one attempt per case and have the same cases (the usual case), one
+    pass pairs them by index seeks and returns only what differs. Otherwise each case's
+    repeats are reduced first (paired repeat by repeat when they match one to one, else each
+    run on its own, then joined).
     """
-    rows = store.conn.execute(
-        f"WITH a AS ({_PER_CASE}), b AS ({_PER_CASE}),"
-        " j AS MATERIALIZED (SELECT a.suite, a.case_id, a.v AS va, b.v AS vb, a.s AS sa,"
-        " b.s AS sb FROM a JOIN b ON a.suite = b.suite AND a.case_id = b.case_id)"
-        " SELECT NULL, NULL, COUNT(*), (SELECT COUNT(*) FROM a), (SELECT COUNT(*) FROM b),"
-        " SUM(sa IS NOT NULL AND sb IS NOT NULL), NULL FROM j"
-        f" UNION ALL SELECT suite, case_id, va, vb, sa, sb, {_RANK} FROM j"
-        f" WHERE {_RANK} < 4",
-        (base, new),
-    ).fetchall()
-    head, changed_rows = rows[0], rows[1:]
-    shared, in_base, in_new, comparable = head[2], head[3], head[4], head[5] or 0
-    changed_rows.sort(key=lambda r: (r[6], r[0], r[1]))
+    sizes = [
+        store.conn.execute(
+            "SELECT COUNT(*), MAX(rep) FROM eval_attempts INDEXED BY eval_attempts_slim"
+            " WHERE run_id = ?",
+            (run,),
+        ).fetchone()
+        for run in (base, new)
+    ]
+    if sizes[0][0] == sizes[1][0] and sizes[0][1] == sizes[1][1] == 0:
+        differ = store.conn.execute(_SINGLE, (base, new)).fetchall()
+        if all(r[3] is not None for r in differ):  # every case has its twin: the same cases
+            return _comparison(
+                shared=sizes[0][0],
+                comparable=sizes[0][0] - sum(1 for r in differ if r[4] is None or r[5] is None),
+                in_runs=(sizes[0][0], sizes[1][0]),
+                changed_rows=[(*r, _rank(r[2], r[3], r[4], r[5])) for r in differ],
+                limit=limit,
+                offset=offset,
+            )
+    found = _compare(store, _PAIRED, base, new)
+    if found[0][3] == sizes[0][0] == sizes[1][0]:  # repeats paired one to one
+        in_runs = (found[0][2], found[0][2])
+    else:
+        found = _compare(store, _GROUPED, base, new)
+        count = f"SELECT COUNT(*) FROM ({_PER_CASE})"
+        in_runs = (
+            store.conn.execute(count, (base,)).fetchone()[0],
+            store.conn.execute(count, (new,)).fetchone()[0],
+        )
+    head = found[0]
+    return _comparison(
+        shared=head[2], comparable=head[5] or 0, in_runs=in_runs,
+        changed_rows=found[1:], limit=limit, offset=offset,
+    )  # fmt: skip
+
+
+def _rank(va: str, vb: str, sa: float | None, sb: float | None) -> int:
+    """As ``_RANK``: 0 regression, 1 fix, 2 score moved, 3 verdict changed, 4 nothing."""
+    if va == "PASS" and vb != "PASS":
+        return 0
+    if va != "PASS" and vb == "PASS":
+        return 1
+    if sa is not None and sb is not None and abs(sb - sa) > 1e-9:
+        return 2
+    return 3 if va != vb else 4
+
+
+def _comparison(
+    *, shared: int, comparable: int, in_runs: tuple[int, int], changed_rows: list[Any],
+    limit: int, offset: int,
+) -> EvalComparison:  # fmt: skip
+    """The comparison from the changed cases (suite, case, va, vb, sa, sb, rank) and counts."""
+    changed_rows = sorted((r for r in changed_rows if r[6] < 4), key=lambda r: (r[6], r[0], r[1]))
     moved = [r[5] - r[4] for r in changed_rows if r[4] is not None and r[5] is not None]
     deltas = [d for d in moved if abs(d) > 1e-9]
     deltas += [0.0] * (comparable - len(deltas))  # the comparable cases that did not move
@@ -564,6 +633,17 @@ def compare_eval_runs(
             for r in changed_rows[offset : offset + limit]
         ],
         changed_total=len(changed_rows),
-        only_base=in_base - shared,
-        only_new=in_new - shared,
+        only_base=in_runs[0] - shared,
+        only_new=in_runs[1] - shared,
     )
+
+
+def _compare(store: Store, joined: str, base: str, new: str) -> list[Any]:
+    """``[totals, *changed]``; totals: (-, -, shared cases, paired attempts, -, comparable, -)."""
+    sql = (
+        f"WITH j AS MATERIALIZED ({joined})"
+        " SELECT NULL, NULL, COUNT(*), SUM(n), NULL, SUM(sa IS NOT NULL AND sb IS NOT NULL), NULL"
+        f" FROM j UNION ALL SELECT suite, case_id, va, vb, sa, sb, {_RANK} FROM j"
+        f" WHERE {_RANK} < 4"
+    )
+    return store.conn.execute(sql, (base, new)).fetchall()

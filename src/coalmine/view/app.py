@@ -113,6 +113,7 @@ def build_app(config: ViewConfig) -> web.Application:
     app.router.add_get("/run/{run}/case", _case)
     app.router.add_get("/run/{run}/progress", _progress)
     app.router.add_get("/compare", _compare)
+    app.router.add_get("/compare/diff", _compare_diff)
     app.router.add_get("/judges", _judges)
     app.router.add_get("/label/{run}", _label)
     app.router.add_post("/label/{run}", _label_post)
@@ -265,6 +266,20 @@ async def _compare(request: web.Request) -> web.Response:
 
     context = {"pick": None, "chosen": new_ref, **await _read(request, build)}
     return _page("compare_page.html", context)
+
+
+async def _compare_diff(request: web.Request) -> web.Response:
+    q = request.query
+
+    def build(store: Store) -> dict[str, Any]:
+        base, new = (
+            pages.find_run(store, q.get("base", "")),
+            pages.find_run(store, q.get("new", "")),
+        )
+        return pages.diff_page(store, base, new, q.get("suite", ""), q.get("id", ""))
+
+    text = templates().get_template("diff_part.html").render(**await _read(request, build))
+    return web.Response(text=text, content_type="text/html", charset="utf-8")
 
 
 async def _judges(request: web.Request) -> web.Response:

@@ -7,6 +7,8 @@ context. Nothing here knows HTTP; :mod:`coalmine.view.app` does.
 from __future__ import annotations
 
 import json
+import sys
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +23,7 @@ from coalmine.store.browse import (
     RUN_KINDS,
     SORT_KEYS,
     CaseFilter,
+    EvalComparison,
     RunFilter,
     canary_cases,
     case_attempts,
@@ -169,7 +172,7 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
     """Two runs side by side: regressions, fixes, score moves, the tests in words."""
     offset = max(page - 1, 0) * CHANGES_PAGE
     if base.kind == "eval" and new.kind == "eval":
-        c = compare_eval_runs(store, base.id, new.id, limit=CHANGES_PAGE, offset=offset)
+        c = _eval_comparison(store, base, new)
         flips = mcnemar_exact(c.regressions, c.fixes)
         scores = wilcoxon_signed_rank(c.deltas)
         changes = [
@@ -183,7 +186,7 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
                 _output(store, base.id, ch.suite, ch.case_id),
                 _output(store, new.id, ch.suite, ch.case_id),
             )  # fmt: skip
-            for ch in c.changed
+            for ch in c.changed[offset : offset + CHANGES_PAGE]
         ]
         counts = (c.shared, c.regressions, c.fixes, c.only_new, c.only_base, c.changed_total)
         sentences = (
@@ -236,17 +239,58 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
     }
 
 
+_COMPARISONS: dict[tuple[str, str], EvalComparison] = {}
+_COMPARISONS_KEPT = 4
+_COMPARISONS_LOCK = threading.Lock()
+
+
+def _eval_comparison(store: Store, base: RunInfo, new: RunInfo) -> EvalComparison:
+    """The comparison of two eval runs with every changed case; kept while both are finished.
+
+    A finished run never changes, so turning the pages of a comparison of two 100,000-case
+    runs compares them once. A few are kept, the oldest dropped first.
+    """
+    key = (base.id, new.id)
+    frozen = base.status == new.status == "finished"
+    with _COMPARISONS_LOCK:
+        found = _COMPARISONS.get(key) if frozen else None
+    if found is not None:
+        return found
+    found = compare_eval_runs(store, base.id, new.id, limit=sys.maxsize, offset=0)
+    if frozen:
+        with _COMPARISONS_LOCK:
+            _COMPARISONS[key] = found
+            while len(_COMPARISONS) > _COMPARISONS_KEPT:
+                del _COMPARISONS[next(iter(_COMPARISONS))]
+    return found
+
+
 def _record(store: Store, info: RunInfo) -> CanaryRun:
     return eval_run_record(store, info) if info.kind == "eval" else store.load_run(info.id)
 
 
 def _output(store: Store, run_id: str, suite: str, case_id: str) -> str | None:
-    attempts = case_attempts(store, run_id, suite, case_id)
-    if not attempts:
-        return None
-    shown = next((a for a in attempts if a.status != "pass"), attempts[0])
-    output = shown.record.get("output")
-    return output if isinstance(output, str) else None
+    """The output a case's run shows: its first repeat that did not pass, else its first."""
+    row = store.conn.execute(
+        "SELECT json_extract(record, '$.output') FROM eval_attempts WHERE run_id = ?"
+        " AND suite = ? AND case_id = ? ORDER BY status = 'pass', rep LIMIT 1",
+        (run_id, suite, case_id),
+    ).fetchone()
+    return row[0] if row is not None and isinstance(row[0], str) else None
+
+
+def diff_page(
+    store: Store, base: RunInfo, new: RunInfo, suite: str, case_id: str
+) -> dict[str, Any]:
+    """One changed case's two outputs, for the compare page to diff when it is opened."""
+    if base.kind == "eval" and new.kind == "eval":
+        return {"base_output": _output(store, base.id, suite, case_id) or "",
+                "new_output": _output(store, new.id, suite, case_id) or ""}  # fmt: skip
+    outputs = []
+    for info in (base, new):
+        found = [r for r in store.load_run(info.id).results if r.id == case_id]
+        outputs.append((found[0].output if found else None) or "")
+    return {"base_output": outputs[0], "new_output": outputs[1]}
 
 
 def review_page(store: Store, info: RunInfo, root: Path) -> dict[str, Any]:

@@ -18,6 +18,17 @@
   }
   var runs = document.getElementById("runs");
   if (runs && runs.getAttribute("data-live")) { setTimeout(function () { location.reload(); }, 5000); }
+  // Compare: a changed case's diff is drawn by the server when it is first opened (the markup
+  // comes from the same origin, its every text escaped there).
+  Array.prototype.forEach.call(document.querySelectorAll("details.lazy-diff"), function (d) {
+    d.addEventListener("toggle", function () {
+      if (!d.open || d.getAttribute("data-loaded")) { return; }
+      d.setAttribute("data-loaded", "1");
+      fetch(d.getAttribute("data-src"))
+        .then(function (r) { return r.text(); })
+        .then(function (html) { d.querySelector("pre.diff").innerHTML = html; });
+    });
+  });
   // Labelling: p / f / u / s answer, n goes to the note, Escape leaves it.
   var form = document.getElementById("label-form");
   if (form) {
