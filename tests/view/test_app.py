@@ -287,3 +287,13 @@ def test_a_changed_case_is_diffed_when_the_compare_page_asks(served: Served) -> 
     assert code == 200 and part.strip() == "Barcelona"  # the same output in both runs
     code, part, _ = served.get(f"/compare/diff?base={base}&new={new}&suite=capitals&id=xss")
     assert code == 200 and "<script>" not in part and "&lt;script&gt;" in part
+
+
+def test_odd_parameters_get_a_page_not_a_traceback(served: Served) -> None:
+    run = served.runs[0]
+    for path in (f"/run/{run}?page=99999999999999999999999", f"/run/{run}?sort=-nonsense",
+                 f"/run/{run}?verdict=maybe", "/compare?base=NOPE&new=NOPE",
+                 f"/run/{run}/case", f"/label/{run}?file=x.jsonl"):  # fmt: skip
+        code, page, _ = served.get(path)
+        assert code in (200, 400, 404), path
+        assert "Traceback" not in page, path

@@ -147,6 +147,9 @@ async def _guard(
         response = _page("error_page.html", {"title": "Cannot show this", "message": str(exc)}, 400)
     except web.HTTPException:
         raise
+    except Exception as exc:  # a page must never answer with a traceback
+        message = f"the viewer could not draw this page: {type(exc).__name__}: {exc}"
+        response = _page("error_page.html", {"title": "Something broke", "message": message}, 500)
     response.headers["Content-Security-Policy"] = CSP
     response.headers["X-Content-Type-Options"] = "nosniff"
     # same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the
@@ -178,7 +181,7 @@ async def _read(request: web.Request, fn: Callable[[Store], T]) -> T:
 
 def _int(value: str | None, default: int) -> int:
     try:
-        return max(1, int(value)) if value else default
+        return min(max(1, int(value)), 10**9) if value else default  # SQLite's ints are 64-bit
     except ValueError:
         return default
 
