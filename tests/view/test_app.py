@@ -6,10 +6,8 @@ listens on a real socket on 127.0.0.1; requests go through urllib as a browser's
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -18,15 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from coalmine.compare import compare_runs
 from coalmine.engine.history import eval_run_record
 from coalmine.errors import StoreError
 from coalmine.store.browse import compare_eval_runs
 from coalmine.store.runs import Store
-from coalmine.view.app import ViewConfig, build_app, sparkline
+from coalmine.view.app import ViewConfig, sparkline
 from tests.helpers.cli import run_main
+from tests.helpers.viewer import serving
 
 XSS = "<script>document.title='PWNED'</script><img src=x onerror=\"alert(1)\"></script>"
 
@@ -105,20 +103,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     finally:
         store.close()
     config = ViewConfig(store_path=root / ".coalmine" / "coalmine.db", root=root, port=0)
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(build_app(config))
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield Served(root, f"http://127.0.0.1:{port}/", port, config, runs)
-    finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+    with serving(config.store_path, root) as url:
+        port = int(url.rsplit(":", 1)[1])
+        yield Served(root, url + "/", port, config, runs)
 
 
 def rows(page: str) -> list[tuple[str, str]]:

@@ -10,25 +10,20 @@ POST from Chromium carries the page's Origin (under ``no-referrer`` it sent ``Or
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiohttp import web
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
@@ -39,7 +34,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from coalmine.store.browse import CaseFilter, RunFilter, case_attempts, eval_cases, list_runs
 from coalmine.store.runs import Store
-from coalmine.view.app import ViewConfig, build_app
+from tests.helpers.viewer import serving
 
 pytestmark = pytest.mark.slow
 
@@ -147,32 +142,6 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Example:
 
 
 # -- the server and the browser -----------------------------------------------------------------
-
-
-@contextmanager
-def serving(store: Path, root: Path) -> Iterator[str]:
-    """Serve the viewer over ``store`` on a thread with its own event loop; yield its URL."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="coalmine-view", daemon=True)
-    thread.start()
-
-    def call(coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
-
-    app = build_app(ViewConfig(store_path=store, root=root))
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    try:
-        call(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        call(site.start())
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # noqa: SLF001
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        call(runner.cleanup())
-        call(loop.shutdown_default_executor())
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=30)
-        loop.close()
 
 
 @pytest.fixture(scope="module")

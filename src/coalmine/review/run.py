@@ -281,12 +281,14 @@ async def run_review(
          "pass_rates": {f"{k} {a}": v.count("pass") / len(v)
                         for (k, a), v in sorted(_verdicts_by_key(runs).items())}},
     )  # fmt: skip
-    ended = clock.now()
-    end_run(store, run_id, status="finished", ended_at=ended, results_file=None)
     note = None
     if notes_dir is not None:
         note = write_note(notes_dir, runs, regressions, run_id=run_id, started=started,
                           pipeline=pipeline, agents=agents, config=config)  # fmt: skip
+    shown = None  # the note, as the run names it (`coalmine view` shows it beside the run)
+    if note is not None:
+        shown = str(note.relative_to(config.root) if note.is_relative_to(config.root) else note)
+    end_run(store, run_id, status="finished", ended_at=clock.now(), results_file=shown)
     failed = any(r.error or any(g.verdict != "pass" for g in r.grades) for r in runs)
     return ReviewOutcome(run_id, runs, regressions, note, 1 if failed else 0,
                          stage_dir if keep else None)  # fmt: skip

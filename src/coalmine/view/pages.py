@@ -33,7 +33,7 @@ from coalmine.store.browse import (
     run_facets,
     suite_trends,
 )
-from coalmine.store.evals import attempt_records, suite_results
+from coalmine.store.evals import attempt_records, suite_results, suite_summaries
 from coalmine.store.runs import RunInfo, Store
 
 PAGE_SIZE = 50
@@ -303,12 +303,14 @@ def review_page(store: Store, info: RunInfo, root: Path) -> dict[str, Any]:
         for grade in (rec.get("grades") or {}).values():
             cell[1] += 1
             cell[0] += grade.get("verdict") == "pass"
-    note = _note(info, root)
+    summaries = suite_summaries(store, info.id)
     return {
         "info": info,
         "records": records,
         "aggregate": sorted(table.items()),
-        "note": note,
+        "table": str(summaries[0].get("table") or "") if summaries else "",
+        "note": _note(info, root),
+        "note_path": info.results_file,
     }
 
 
