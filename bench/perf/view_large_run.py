@@ -37,7 +37,14 @@ from urllib.parse import urlencode, urlsplit
 
 from coalmine.evals.summary import FAILURES_LISTED, summarise_attempts
 from coalmine.results import EvalSuiteResult, EvalTokens
-from coalmine.store.evals import Attempt, AttemptWriter, end_run, iter_attempts, save_suite_summary
+from coalmine.store.evals import (
+    Attempt,
+    AttemptWriter,
+    end_run,
+    iter_attempts,
+    save_case_verdicts,
+    save_suite_summary,
+)
 from coalmine.store.runs import NewRun, Store
 
 PAGE_BUDGET_MS = 300.0
@@ -203,6 +210,7 @@ def write_run(store: Store, root: Path, started: datetime, plan: list[str], seed
             bad_lines=0, failures=summary.failures[:FAILURES_LISTED], coalmine_version="bench",
         )  # fmt: skip
         save_suite_summary(store, run_id, suite, result.model_dump(mode="json", by_alias=True))
+        save_case_verdicts(store, run_id, suite, summary.case_verdicts)  # as write_suite_result
     end_run(store, run_id, status="finished", ended_at=ended, results_file=None)
     return run_id
 

@@ -20,7 +20,7 @@ import pytest
 from coalmine.compare import compare_runs
 from coalmine.engine.history import eval_run_record
 from coalmine.errors import StoreError
-from coalmine.store.browse import compare_eval_runs
+from coalmine.store.browse import compare_attempts, compare_eval_runs
 from coalmine.store.runs import Store
 from coalmine.view.app import ViewConfig, sparkline
 from tests.helpers.cli import run_main
@@ -174,16 +174,18 @@ def test_compare_finds_the_regression_and_diffs_the_outputs(served: Served) -> N
     assert "1 case went from PASS to not-PASS and 0 the other way" in page
 
 
-def test_the_sql_comparison_agrees_with_the_comparison_of_the_run_records(served: Served) -> None:
+def test_each_way_to_compare_agrees_with_the_comparison_of_the_run_records(served: Served) -> None:
     base, new = served.runs
     store = Store.open(served.config.store_path)
     try:
-        fast = compare_eval_runs(store, base, new, limit=10, offset=0)
+        fast = compare_eval_runs(store, base, new, limit=10, offset=0)  # the kept verdicts
+        sql = compare_attempts(store, base, new, limit=10, offset=0)  # the attempts, paired
         slow = compare_runs(
             eval_run_record(store, store.get_run(base)), eval_run_record(store, store.get_run(new))
         )
     finally:
         store.close()
+    assert sql == fast
     assert fast.shared == len(slow.shared) == 62
     assert (fast.regressions, fast.fixes) == (len(slow.regressions), len(slow.fixes)) == (1, 0)
     assert sorted(fast.deltas) == sorted(

@@ -31,7 +31,13 @@ from coalmine.results import (
     GraderMean,
     RecalledLesson,
 )
-from coalmine.store.evals import Attempt, iter_attempts, save_suite_summary
+from coalmine.store.evals import (
+    Attempt,
+    CaseVerdict,
+    iter_attempts,
+    save_case_verdicts,
+    save_suite_summary,
+)
 from coalmine.store.runs import Store
 
 __all__ = ["FAILURES_LISTED", "SuiteSummary", "summarise_attempts", "write_suite_result"]
@@ -124,6 +130,7 @@ def write_suite_result(
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     save_suite_summary(store, run_id, suite.name, json.loads(text))
+    save_case_verdicts(store, run_id, suite.name, summary.case_verdicts)
     return result, path
 
 
@@ -163,6 +170,8 @@ class SuiteSummary:
     providers: set[str] = field(default_factory=set)
     unstable: int = 0
     failures: list[EvalFailure] = field(default_factory=list)
+    case_verdicts: list[CaseVerdict] = field(default_factory=list)
+    """Each case's verdict over its repeats and their mean score (what a comparison reads)."""
 
     def grader_means(self) -> dict[str, GraderMean]:
         """Each grader's mean score."""
@@ -228,6 +237,11 @@ def _add_attempt(s: SuiteSummary, a: Attempt) -> None:
 
 def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) -> None:
     s.cases += 1
+    statuses = {a.status for a in runs}
+    verdict = "PASS" if statuses == {"pass"} else "FAIL" if "fail" in statuses else "ERROR"
+    scores = [a.score for a in runs if a.score is not None]
+    mean = sum(scores) / len(scores) if scores else None
+    s.case_verdicts.append((runs[0].case_id, verdict, mean))
     scored = [a for a in runs if a.status != "error"]
     case_id = runs[0].case_id
     if not scored:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from coalmine.store.evals import Attempt
+from coalmine.store.evals import Attempt, CaseVerdict, case_verdicts
 from coalmine.store.runs import RunInfo, Store, _run_info
 
 RUN_KINDS = ("canary", "eval", "review", "calibration", "gate")
@@ -562,11 +562,22 @@ def compare_eval_runs(
 ) -> EvalComparison:
     """Compare eval run ``new`` with ``base``: counts and deltas of all, a page of changes.
 
-    When both runs made one attempt per case and have the same cases (the usual case), one
-    pass pairs them by index seeks and returns only what differs. Otherwise each case's
+    Two finished runs are compared from the per-case verdicts their suites kept. Otherwise,
+    when both runs made one attempt per case and have the same cases (the usual case), one
+    pass pairs their attempts by index seeks and returns only what differs; else each case's
     repeats are reduced first (paired repeat by repeat when they match one to one, else each
     run on its own, then joined).
     """
+    kept = [case_verdicts(store, run) for run in (base, new)]
+    if kept[0] is not None and kept[1] is not None:  # both summarised: no attempt is read
+        return _compare_kept(kept[0], kept[1], limit=limit, offset=offset)
+    return compare_attempts(store, base, new, limit=limit, offset=offset)
+
+
+def compare_attempts(
+    store: Store, base: str, new: str, *, limit: int, offset: int
+) -> EvalComparison:
+    """:func:`compare_eval_runs` from the runs' attempts (a run still going, or an old one)."""
     sizes = [
         store.conn.execute(
             "SELECT COUNT(*), MAX(rep) FROM eval_attempts INDEXED BY eval_attempts_slim"
@@ -600,6 +611,35 @@ def compare_eval_runs(
     return _comparison(
         shared=head[2], comparable=head[5] or 0, in_runs=in_runs,
         changed_rows=found[1:], limit=limit, offset=offset,
+    )  # fmt: skip
+
+
+def _compare_kept(
+    base: dict[str, list[CaseVerdict]], new: dict[str, list[CaseVerdict]], *, limit: int,
+    offset: int,
+) -> EvalComparison:  # fmt: skip
+    """Compare two runs from their suites' kept per-case verdicts (as the SQL paths do)."""
+    before = {(suite, c[0]): c for suite, cases in base.items() for c in cases}
+    shared = comparable = 0
+    changed: list[Any] = []
+    in_new = 0
+    for suite, cases in new.items():
+        for case_id, vb, sb in cases:
+            in_new += 1
+            found = before.get((suite, case_id))
+            if found is None:
+                continue
+            shared += 1
+            _, va, sa = found
+            if sa is not None and sb is not None:
+                comparable += 1
+            if va != vb or sa != sb:
+                rank = _rank(va, vb, sa, sb)
+                if rank < 4:
+                    changed.append((suite, case_id, va, vb, sa, sb, rank))
+    return _comparison(
+        shared=shared, comparable=comparable, in_runs=(len(before), in_new),
+        changed_rows=changed, limit=limit, offset=offset,
     )  # fmt: skip
 
 

@@ -222,6 +222,31 @@ def save_suite_summary(store: Store, run_id: str, suite: str, summary: dict[str,
         )
 
 
+CaseVerdict = tuple[str, str, float | None]
+"""A case of a suite run: its id, its verdict over the repeats, the mean of their scores."""
+
+
+def save_case_verdicts(store: Store, run_id: str, suite: str, cases: list[CaseVerdict]) -> None:
+    """Store (or replace) the per-case verdicts of one suite of a run (ordered by case id)."""
+    with transaction(store.conn) as c:
+        c.execute(
+            "INSERT OR REPLACE INTO eval_case_verdicts (run_id, suite, cases) VALUES (?, ?, ?)",
+            (run_id, suite, json.dumps(cases, ensure_ascii=False, separators=(",", ":"))),
+        )
+
+
+def case_verdicts(store: Store, run_id: str) -> dict[str, list[CaseVerdict]] | None:
+    """Every suite's per-case verdicts, when each suite of the run has them; else ``None``."""
+    rows = store.conn.execute(
+        "SELECT s.suite, v.cases FROM eval_suites AS s LEFT JOIN eval_case_verdicts AS v"
+        " ON v.run_id = s.run_id AND v.suite = s.suite WHERE s.run_id = ?",
+        (run_id,),
+    ).fetchall()
+    if not rows or any(r[1] is None for r in rows):
+        return None
+    return {r[0]: [(str(c[0]), str(c[1]), c[2]) for c in json.loads(r[1])] for r in rows}
+
+
 def suite_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
     """The stored summaries of a run's suites, by suite name."""
     rows = store.conn.execute(

@@ -312,6 +312,8 @@ def _eval_attempts_browse(conn: sqlite3.Connection) -> None:
     # the whole run twice over; as a rowid table a record sits in its page. The slim index holds
     # every column but the record, so counts, tallies, sorts and per-case verdicts never read a
     # record; eval_attempt_facts holds what filters ask of the record (tags, failed graders).
+    # eval_case_verdicts keeps each suite's per-case verdicts as its summary is written, so two
+    # finished runs compare from two short texts instead of a join of their attempts.
     _execute_script(
         conn,
         """
@@ -351,6 +353,12 @@ def _eval_attempts_browse(conn: sqlite3.Connection) -> None:
             PRIMARY KEY (run_id, suite, case_id, rep, kind, value)
         ) WITHOUT ROWID;
         CREATE INDEX eval_attempt_facts_by_value ON eval_attempt_facts (run_id, kind, value);
+        CREATE TABLE eval_case_verdicts (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            suite TEXT NOT NULL,
+            cases TEXT NOT NULL,                 -- JSON [[case id, verdict, mean score]], by id
+            PRIMARY KEY (run_id, suite)
+        );
         INSERT OR IGNORE INTO eval_attempt_facts
             SELECT a.run_id, a.suite, a.case_id, a.rep, 'tag', CAST(t.value AS TEXT)
             FROM eval_attempts AS a, json_each(a.record, '$.tags') AS t;
