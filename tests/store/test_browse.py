@@ -6,9 +6,17 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from coalmine.store.browse import CaseFilter, compare_eval_runs, eval_cases
+from coalmine.evals.summary import summarise_attempts
+from coalmine.store.browse import CaseFilter, compare_attempts, compare_eval_runs, eval_cases
 from coalmine.store.db import connect
-from coalmine.store.evals import Attempt, AttemptWriter, attempt_facts
+from coalmine.store.evals import (
+    Attempt,
+    AttemptWriter,
+    attempt_facts,
+    iter_attempts,
+    save_case_verdicts,
+    save_suite_summary,
+)
 from coalmine.store.migrations import migrate
 from coalmine.store.runs import NewRun, Store
 
@@ -125,3 +133,34 @@ def test_repeats_paired_one_to_one_reduce_per_case_as_the_run_record_does(tmp_pa
     assert (c.shared, c.regressions, c.fixes, c.only_base, c.only_new) == (1, 1, 0, 0, 0)
     assert c.deltas == [0.25]
     assert [(x.case_id, x.base_score, x.new_score) for x in c.changed] == [("a", 0.5, 0.75)]
+
+
+def test_kept_verdicts_compare_as_the_attempts_do(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "coalmine.db")
+    runs = []
+    for rows in (
+        [("a", "pass", 1.0), ("b", "fail", 0.0), ("c", "pass", 1.0), ("d", "pass", 0.8),
+         ("f", "error", None), ("g", "pass", 0.5)],
+        [("a", "fail", 0.5), ("b", "pass", 1.0), ("c", "pass", 1.0), ("e", "pass", 1.0),
+         ("f", "error", None), ("g", "pass", 0.75)],
+    ):  # fmt: skip
+        run = store.start_run(NewRun(kind="eval", root=str(tmp_path), started_at=datetime.now(UTC)))
+        writer = AttemptWriter(store, run)
+        for case_id, status, score in rows:
+            writer.add(attempt(case_id, status, score))
+        writer.flush()
+        runs.append(run)
+    for same_cases in (False, True):
+        for run in runs:
+            summary = summarise_attempts(iter_attempts(store, run, "s"), reducer="mean", repeats=1,
+                                         min_score=None)  # fmt: skip
+            kept = [c for c in summary.case_verdicts if same_cases is False or c[0] not in "de"]
+            save_case_verdicts(store, run, "s", kept)
+            save_suite_summary(store, run, "s", {})
+        kept_way = compare_eval_runs(store, runs[0], runs[1], limit=10, offset=0)
+        if not same_cases:  # the attempts hold d and e: the SQL way sees the same cases
+            assert kept_way == compare_attempts(store, runs[0], runs[1], limit=10, offset=0)
+        assert (kept_way.regressions, kept_way.fixes) == (1, 1)
+        assert [c.case_id for c in kept_way.changed] == ["a", "b", "g"]
+        assert sorted(kept_way.deltas) == [-0.5, 0.0, 0.25, 1.0]  # f has no score
+    store.close()

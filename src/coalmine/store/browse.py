@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from coalmine.store.evals import Attempt, CaseVerdict, case_verdicts
+from coalmine.store.evals import Attempt, KeptVerdicts, case_verdicts
 from coalmine.store.runs import RunInfo, Store, _run_info
 
 RUN_KINDS = ("canary", "eval", "review", "calibration", "gate")
@@ -614,31 +614,45 @@ def compare_attempts(
     )  # fmt: skip
 
 
+_VERDICT_WORD = {"P": "PASS", "F": "FAIL", "E": "ERROR"}
+
+
 def _compare_kept(
-    base: dict[str, list[CaseVerdict]], new: dict[str, list[CaseVerdict]], *, limit: int,
-    offset: int,
-) -> EvalComparison:  # fmt: skip
-    """Compare two runs from their suites' kept per-case verdicts (as the SQL paths do)."""
-    before = {(suite, c[0]): c for suite, cases in base.items() for c in cases}
-    shared = comparable = 0
+    base: dict[str, KeptVerdicts], new: dict[str, KeptVerdicts], *, limit: int, offset: int
+) -> EvalComparison:
+    """Compare two runs from their suites' kept per-case verdicts (as the SQL paths do).
+
+    A suite with the same cases in both runs (the usual case) is walked in step; one whose
+    cases differ is matched by id.
+    """
+    shared = comparable = in_base = in_new = 0
     changed: list[Any] = []
-    in_new = 0
-    for suite, cases in new.items():
-        for case_id, vb, sb in cases:
-            in_new += 1
-            found = before.get((suite, case_id))
-            if found is None:
-                continue
+    for suite, b in new.items():
+        in_new += len(b.ids)
+        a = base.get(suite)
+        if a is None:
+            continue
+        if a.ids == b.ids:
+            pairs: Any = zip(range(len(b.ids)), range(len(b.ids)), strict=True)
+        else:
+            where = {case_id: i for i, case_id in enumerate(a.ids)}
+            pairs = ((where[c], j) for j, c in enumerate(b.ids) if c in where)
+        for i, j in pairs:
             shared += 1
-            _, va, sa = found
-            if sa is not None and sb is not None:
-                comparable += 1
-            if va != vb or sa != sb:
-                rank = _rank(va, vb, sa, sb)
-                if rank < 4:
-                    changed.append((suite, case_id, va, vb, sa, sb, rank))
+            va, vb, sa, sb = a.verdicts[i], b.verdicts[j], a.scores[i], b.scores[j]
+            both = sa == sa and sb == sb  # NaN is no score
+            comparable += both
+            if va == vb and (sa == sb or (not both and sa != sa and sb != sb)):
+                continue
+            wa, wb = _VERDICT_WORD[va], _VERDICT_WORD[vb]
+            ra = sa if sa == sa else None
+            rb = sb if sb == sb else None
+            rank = _rank(wa, wb, ra, rb)
+            if rank < 4:
+                changed.append((suite, b.ids[j], wa, wb, ra, rb, rank))
+    in_base = sum(len(a.ids) for a in base.values())
     return _comparison(
-        shared=shared, comparable=comparable, in_runs=(len(before), in_new),
+        shared=shared, comparable=comparable, in_runs=(in_base, in_new),
         changed_rows=changed, limit=limit, offset=offset,
     )  # fmt: skip
 

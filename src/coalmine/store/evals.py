@@ -10,8 +10,11 @@ resume runs again. Summaries are computed from the rows, streamed, so memory sta
 from __future__ import annotations
 
 import json
+import math
 import time
+from array import array
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -226,25 +229,46 @@ CaseVerdict = tuple[str, str, float | None]
 """A case of a suite run: its id, its verdict over the repeats, the mean of their scores."""
 
 
+@dataclass(frozen=True)
+class KeptVerdicts:
+    """A suite run's per-case verdicts, packed: loaded in milliseconds for 100,000 cases."""
+
+    ids: list[str]
+    verdicts: str
+    """One letter a case: ``P``, ``F`` or ``E``."""
+    scores: array[float]
+    """The mean score of each case; NaN when none of its repeats had one."""
+
+
 def save_case_verdicts(store: Store, run_id: str, suite: str, cases: list[CaseVerdict]) -> None:
     """Store (or replace) the per-case verdicts of one suite of a run (ordered by case id)."""
+    ids = json.dumps([c[0] for c in cases], ensure_ascii=False, separators=(",", ":"))
+    verdicts = "".join(c[1][0] for c in cases)
+    scores = array("d", (math.nan if c[2] is None else c[2] for c in cases))
     with transaction(store.conn) as c:
         c.execute(
-            "INSERT OR REPLACE INTO eval_case_verdicts (run_id, suite, cases) VALUES (?, ?, ?)",
-            (run_id, suite, json.dumps(cases, ensure_ascii=False, separators=(",", ":"))),
+            "INSERT OR REPLACE INTO eval_case_verdicts (run_id, suite, ids, verdicts, scores)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (run_id, suite, ids, verdicts, scores.tobytes()),
         )
 
 
-def case_verdicts(store: Store, run_id: str) -> dict[str, list[CaseVerdict]] | None:
-    """Every suite's per-case verdicts, when each suite of the run has them; else ``None``."""
+def case_verdicts(store: Store, run_id: str) -> dict[str, KeptVerdicts] | None:
+    """Every suite's kept per-case verdicts, when each suite of the run has them; else None."""
     rows = store.conn.execute(
-        "SELECT s.suite, v.cases FROM eval_suites AS s LEFT JOIN eval_case_verdicts AS v"
-        " ON v.run_id = s.run_id AND v.suite = s.suite WHERE s.run_id = ?",
+        "SELECT s.suite, v.ids, v.verdicts, v.scores FROM eval_suites AS s LEFT JOIN"
+        " eval_case_verdicts AS v ON v.run_id = s.run_id AND v.suite = s.suite"
+        " WHERE s.run_id = ?",
         (run_id,),
     ).fetchall()
     if not rows or any(r[1] is None for r in rows):
         return None
-    return {r[0]: [(str(c[0]), str(c[1]), c[2]) for c in json.loads(r[1])] for r in rows}
+    kept = {}
+    for suite, ids, verdicts, blob in rows:
+        scores = array("d")
+        scores.frombytes(blob)
+        kept[suite] = KeptVerdicts(json.loads(ids), verdicts, scores)
+    return kept
 
 
 def suite_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:

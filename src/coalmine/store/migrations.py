@@ -313,7 +313,7 @@ def _eval_attempts_browse(conn: sqlite3.Connection) -> None:
     # every column but the record, so counts, tallies, sorts and per-case verdicts never read a
     # record; eval_attempt_facts holds what filters ask of the record (tags, failed graders).
     # eval_case_verdicts keeps each suite's per-case verdicts as its summary is written, so two
-    # finished runs compare from two short texts instead of a join of their attempts.
+    # finished runs compare from a few packed columns instead of a join of their attempts.
     _execute_script(
         conn,
         """
@@ -356,7 +356,9 @@ def _eval_attempts_browse(conn: sqlite3.Connection) -> None:
         CREATE TABLE eval_case_verdicts (
             run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
             suite TEXT NOT NULL,
-            cases TEXT NOT NULL,                 -- JSON [[case id, verdict, mean score]], by id
+            ids TEXT NOT NULL,                   -- JSON list of the case ids, in order
+            verdicts TEXT NOT NULL,              -- one letter a case: P(ASS), F(AIL), E(RROR)
+            scores BLOB NOT NULL,                -- a float64 a case (native order), NaN: none
             PRIMARY KEY (run_id, suite)
         );
         INSERT OR IGNORE INTO eval_attempt_facts
