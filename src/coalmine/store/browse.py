@@ -12,7 +12,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from operator import itemgetter
+from typing import Any, Literal, NamedTuple
 
 from coalmine.store.evals import Attempt, KeptVerdicts, case_verdicts
 from coalmine.store.runs import RunInfo, Store, _run_info
@@ -484,9 +485,8 @@ def case_attempts(store: Store, run_id: str, suite: str, case_id: str) -> list[A
 # -- two runs side by side ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ChangedCase:
-    """A case of both runs whose verdict or score moved."""
+class ChangedCase(NamedTuple):
+    """A case of both runs whose verdict or score moved (a tuple: a comparison may hold many)."""
 
     suite: str
     case_id: str
@@ -625,24 +625,31 @@ def _compare_kept(
     A suite with the same cases in both runs (the usual case) is walked in step; one whose
     cases differ is matched by id.
     """
-    shared = comparable = in_base = in_new = 0
+    shared = comparable = in_new = 0
     changed: list[Any] = []
     for suite, b in new.items():
         in_new += len(b.ids)
         a = base.get(suite)
         if a is None:
             continue
-        if a.ids == b.ids:
-            pairs: Any = zip(range(len(b.ids)), range(len(b.ids)), strict=True)
+        if a.ids == b.ids:  # in step: only the positions that differ are looked at
+            n = len(b.ids)
+            shared += n
+            rows = zip(a.verdicts, b.verdicts, a.scores, b.scores, strict=True)
+            pairs: Any = [(i, i) for i, (va, vb, sa, sb) in enumerate(rows)
+                          if va != vb or sa != sb]  # fmt: skip
+            # a NaN (no score) never equals itself, so every case without both scores is here
+            comparable += n - sum(1 for i, _ in pairs if a.scores[i] != a.scores[i]
+                                  or b.scores[i] != b.scores[i])  # fmt: skip
         else:
             where = {case_id: i for i, case_id in enumerate(a.ids)}
-            pairs = ((where[c], j) for j, c in enumerate(b.ids) if c in where)
+            pairs = [(where[c], j) for j, c in enumerate(b.ids) if c in where]
+            shared += len(pairs)
+            comparable += sum(1 for i, j in pairs if a.scores[i] == a.scores[i]
+                              and b.scores[j] == b.scores[j])  # fmt: skip
         for i, j in pairs:
-            shared += 1
             va, vb, sa, sb = a.verdicts[i], b.verdicts[j], a.scores[i], b.scores[j]
-            both = sa == sa and sb == sb  # NaN is no score
-            comparable += both
-            if va == vb and (sa == sb or (not both and sa != sa and sb != sb)):
+            if va == vb and (sa == sb or (sa != sa and sb != sb)):
                 continue
             wa, wb = _VERDICT_WORD[va], _VERDICT_WORD[vb]
             ra = sa if sa == sa else None
@@ -673,7 +680,7 @@ def _comparison(
     limit: int, offset: int,
 ) -> EvalComparison:  # fmt: skip
     """The comparison from the changed cases (suite, case, va, vb, sa, sb, rank) and counts."""
-    changed_rows = sorted((r for r in changed_rows if r[6] < 4), key=lambda r: (r[6], r[0], r[1]))
+    changed_rows = sorted((r for r in changed_rows if r[6] < 4), key=itemgetter(6, 0, 1))
     moved = [r[5] - r[4] for r in changed_rows if r[4] is not None and r[5] is not None]
     deltas = [d for d in moved if abs(d) > 1e-9]
     deltas += [0.0] * (comparable - len(deltas))  # the comparable cases that did not move
@@ -682,10 +689,7 @@ def _comparison(
         regressions=sum(1 for r in changed_rows if r[6] == 0),
         fixes=sum(1 for r in changed_rows if r[6] == 1),
         deltas=deltas,
-        changed=[
-            ChangedCase(r[0], r[1], r[2], r[3], r[4], r[5])
-            for r in changed_rows[offset : offset + limit]
-        ],
+        changed=[ChangedCase._make(r[:6]) for r in changed_rows[offset : offset + limit]],
         changed_total=len(changed_rows),
         only_base=in_runs[0] - shared,
         only_new=in_runs[1] - shared,

@@ -106,6 +106,9 @@ APP_CONFIG = web.AppKey("config", ViewConfig)
 
 def build_app(config: ViewConfig) -> web.Application:
     """The viewer as an aiohttp application (the tests serve it on an ephemeral port)."""
+    env = templates()
+    for name in env.list_templates(extensions=["html"]):  # compiled once, not on a first visit
+        env.get_template(name)
     app = web.Application(middlewares=[_guard], client_max_size=256 * 1024)
     app[APP_CONFIG] = config
     app.router.add_get("/", _runs)

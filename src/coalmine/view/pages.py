@@ -172,9 +172,7 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
     """Two runs side by side: regressions, fixes, score moves, the tests in words."""
     offset = max(page - 1, 0) * CHANGES_PAGE
     if base.kind == "eval" and new.kind == "eval":
-        c = _eval_comparison(store, base, new)
-        flips = mcnemar_exact(c.regressions, c.fixes)
-        scores = wilcoxon_signed_rank(c.deltas)
+        c, sentences = _eval_comparison(store, base, new)
         changes = [
             ChangeView(
                 ch.suite,
@@ -189,10 +187,6 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
             for ch in c.changed[offset : offset + CHANGES_PAGE]
         ]
         counts = (c.shared, c.regressions, c.fixes, c.only_new, c.only_base, c.changed_total)
-        sentences = (
-            verdict_sentence(c.regressions, c.fixes, c.shared, flips),
-            score_sentence(c.deltas, scores, noun="Case"),
-        )
     else:
         a, b = _record(store, base), _record(store, new)
         comparison = compare_runs(a, b)
@@ -239,16 +233,19 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
     }
 
 
-_COMPARISONS: dict[tuple[str, str], EvalComparison] = {}
+_COMPARISONS: dict[tuple[str, str], tuple[EvalComparison, tuple[str, str]]] = {}
 _COMPARISONS_KEPT = 4
 _COMPARISONS_LOCK = threading.Lock()
 
 
-def _eval_comparison(store: Store, base: RunInfo, new: RunInfo) -> EvalComparison:
-    """The comparison of two eval runs with every changed case; kept while both are finished.
+def _eval_comparison(
+    store: Store, base: RunInfo, new: RunInfo
+) -> tuple[EvalComparison, tuple[str, str]]:
+    """Two eval runs compared (every changed case), and the paired tests in words.
 
-    A finished run never changes, so turning the pages of a comparison of two 100,000-case
-    runs compares them once. A few are kept, the oldest dropped first.
+    Kept while both runs are finished: a finished run never changes, so turning the pages of
+    a comparison of two 100,000-case runs compares them once. A few are kept, the oldest
+    dropped first.
     """
     key = (base.id, new.id)
     frozen = base.status == new.status == "finished"
@@ -256,7 +253,15 @@ def _eval_comparison(store: Store, base: RunInfo, new: RunInfo) -> EvalCompariso
         found = _COMPARISONS.get(key) if frozen else None
     if found is not None:
         return found
-    found = compare_eval_runs(store, base.id, new.id, limit=sys.maxsize, offset=0)
+    c = compare_eval_runs(store, base.id, new.id, limit=sys.maxsize, offset=0)
+    flips, scores = mcnemar_exact(c.regressions, c.fixes), wilcoxon_signed_rank(c.deltas)
+    found = (
+        c,
+        (
+            verdict_sentence(c.regressions, c.fixes, c.shared, flips),
+            score_sentence(c.deltas, scores, noun="Case"),
+        ),
+    )
     if frozen:
         with _COMPARISONS_LOCK:
             _COMPARISONS[key] = found
