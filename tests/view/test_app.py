@@ -286,3 +286,13 @@ def test_odd_parameters_get_a_page_not_a_traceback(served: Served) -> None:
         code, page, _ = served.get(path)
         assert code in (200, 400, 404), path
         assert "Traceback" not in page, path
+
+
+def test_only_a_recent_running_run_keeps_the_runs_page_live() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from coalmine.view.pages import _recent
+
+    now = datetime.now(UTC)
+    assert _recent((now - timedelta(hours=1)).isoformat())
+    assert not _recent((now - timedelta(hours=7)).isoformat())  # killed long ago: still "running"

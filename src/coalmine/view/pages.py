@@ -68,8 +68,19 @@ def runs_page(store: Store, where: RunFilter) -> dict[str, Any]:
         "kinds": RUN_KINDS,
         "trends": suite_trends(store),
         "suites": suites,
-        "running": any(r.status == "running" for r in rows),
+        "running": any(r.status == "running" and _recent(r.started_at) for r in rows),
     }
+
+
+def _recent(started_at: str, *, hours: float = 6.0) -> bool:
+    """Whether a run started in the last few hours.
+
+    A killed run stays "running" for good: it must not keep the runs page reloading.
+    """
+    started = datetime.fromisoformat(started_at)
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - started).total_seconds() < hours * 3600
 
 
 def run_header(store: Store, info: RunInfo) -> CanaryRun:
