@@ -29,6 +29,17 @@ def _extra(description: str = "") -> Any:
 Verdict = Literal["PASS", "FAIL", "ERROR"]
 """PASS/FAIL judge the agent; ERROR means coalmine could not judge it (e.g. the judge failed)."""
 
+
+def case_verdict(statuses: Iterable[str]) -> Verdict:
+    """An eval case's verdict over its repeats' statuses (``pass``, ``fail``, ``error``).
+
+    PASS when every repeat passed, FAIL when one failed, else ERROR (the store's SQL that
+    reduces attempts per case, ``store.browse._PER_CASE``, applies the same rule).
+    """
+    seen = set(statuses)
+    return "PASS" if seen == {"pass"} else "FAIL" if "fail" in seen else "ERROR"
+
+
 FailureReason = Literal["agent_error", "judge_error", "grader_error", "no_graders"]
 
 

@@ -32,7 +32,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from coalmine.store.browse import CaseFilter, RunFilter, case_attempts, eval_cases, list_runs
+from coalmine.store.browse import CaseFilter, RunFilter, eval_cases, list_runs
+from coalmine.store.evals import case_attempts
 from coalmine.store.runs import Store
 from tests.helpers.viewer import serving
 

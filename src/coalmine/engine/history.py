@@ -11,7 +11,16 @@ from pydantic import ValidationError
 from coalmine.config import Config, load_config
 from coalmine.errors import ConfigError, UsageError
 from coalmine.providers.base import provider_settings
-from coalmine.results import CanaryRun, CaseResult, Grade, RunTotals, ToolCall, Usage, Verdict
+from coalmine.results import (
+    CanaryRun,
+    CaseResult,
+    Grade,
+    RunTotals,
+    ToolCall,
+    Usage,
+    Verdict,
+    case_verdict,
+)
 from coalmine.store.evals import Attempt, iter_attempts, run_suites, suite_results, tally_attempts
 from coalmine.store.runs import RunInfo, Store
 
@@ -142,8 +151,7 @@ def attempt_result(attempt: Attempt) -> CaseResult:
 
 def case_of_attempts(suite: str, runs: list[Attempt]) -> CaseResult:
     """A case's repeats as one result (see :func:`eval_run_record`)."""
-    statuses = {a.status for a in runs}
-    verdict: Verdict = "PASS" if statuses == {"pass"} else "FAIL" if "fail" in statuses else "ERROR"
+    verdict = case_verdict(a.status for a in runs)
     scored = [a.score for a in runs if a.score is not None]
     shown = next((a for a in runs if a.status != "pass"), runs[0])
     result = attempt_result(shown)

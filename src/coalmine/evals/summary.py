@@ -30,6 +30,7 @@ from coalmine.results import (
     EvalTokens,
     GraderMean,
     RecalledLesson,
+    case_verdict,
 )
 from coalmine.store.evals import (
     Attempt,
@@ -237,8 +238,7 @@ def _add_attempt(s: SuiteSummary, a: Attempt) -> None:
 
 def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) -> None:
     s.cases += 1
-    statuses = {a.status for a in runs}
-    verdict = "PASS" if statuses == {"pass"} else "FAIL" if "fail" in statuses else "ERROR"
+    verdict = case_verdict(a.status for a in runs)
     scores = [a.score for a in runs if a.score is not None]
     mean = sum(scores) / len(scores) if scores else None
     s.case_verdicts.append((runs[0].case_id, verdict, mean))

@@ -1,21 +1,21 @@
 """The store as a viewer reads it: pages of runs and of cases, filtered and sorted in SQL.
 
-Nothing here loads a whole run: a page of a 100,000-case eval run is one indexed query for its
-rows and one for its count, and a comparison of two such runs is one join of their per-case
-verdicts. Every value a request brings (a filter, a sort key) goes in as a bound parameter or
-is looked up in a fixed table of columns; none is formatted into the SQL.
+Nothing here loads a whole run: a page of a 100,000-case eval run picks its keys on an index
+that holds every column but the record, and reads only its own rows' records; two finished
+runs compare from the per-case verdicts their suites kept. Every value a request brings (a
+filter, a sort key) goes in as a bound parameter or is looked up in a fixed table of columns;
+none is formatted into the SQL.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
-from coalmine.store.evals import Attempt, KeptVerdicts, case_verdicts
+from coalmine.store.evals import KeptVerdicts, case_verdicts
 from coalmine.store.runs import RunInfo, Store, _run_info
 
 RUN_KINDS = ("canary", "eval", "review", "calibration", "gate")
@@ -183,7 +183,7 @@ def _gate_runs(store: Store, where: RunFilter, limit: int) -> list[RunRow]:
     return out
 
 
-def suite_trends(store: Store, suites: Sequence[str] | None = None) -> dict[str, list[float]]:
+def suite_trends(store: Store) -> dict[str, list[float]]:
     """Each suite's score over its finished runs, oldest first (the last 30)."""
     rows = store.conn.execute(
         "SELECT s.suite, json_extract(s.summary, '$.score') FROM eval_suites AS s"
@@ -191,7 +191,7 @@ def suite_trends(store: Store, suites: Sequence[str] | None = None) -> dict[str,
     )
     trends: dict[str, list[float]] = {}
     for suite, score in rows:
-        if score is not None and (suites is None or suite in suites):
+        if score is not None:
             trends.setdefault(suite, []).append(float(score))
     return {k: v[-30:] for k, v in sorted(trends.items())}
 
@@ -270,10 +270,6 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _grader_path(key: str) -> str:
-    return '$.grades."' + key.replace('"', "") + '".passed'
-
-
 def eval_cases(
     store: Store,
     run_id: str,
@@ -335,21 +331,10 @@ def eval_cases(
     } if keys else {}  # fmt: skip
     rows = []
     for key in keys:
-        r = found[key]
-        rows.append(
-            CaseRow(
-                r[0],
-                r[1],
-                r[2],
-                r[3].upper(),
-                r[4],
-                str(r[5] or ""),
-                r[6],
-                r[7],
-                r[8],
-                r[3] != "pass" and not r[9],
-            )  # fmt: skip
-        )
+        suite, case_id, rep, status, score, agent, latency, cost, why, blocks = found[key]
+        advisory = status != "pass" and not blocks
+        rows.append(CaseRow(suite, case_id, rep, status.upper(), score, str(agent or ""),
+                            latency, cost, why, advisory))  # fmt: skip
     return CasePage(rows, total, matching)
 
 
@@ -452,34 +437,6 @@ def run_facets(store: Store, info: RunInfo) -> tuple[list[str], list[str], list[
     ):
         keys.update(json.loads(record).get("grades") or {})
     return suites, sorted(keys), tags
-
-
-def case_attempts(store: Store, run_id: str, suite: str, case_id: str) -> list[Attempt]:
-    """Every repeat of one case of an eval run, in order."""
-    rows = store.conn.execute(
-        "SELECT suite, case_id, rep, status, blocks, score, scores, latency, prompt_tokens,"
-        " completion_tokens, cost, error_kind, record FROM eval_attempts"
-        " WHERE run_id = ? AND suite = ? AND case_id = ? ORDER BY rep",
-        (run_id, suite, case_id),
-    )
-    return [
-        Attempt(
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            bool(r[4]),
-            r[5],
-            json.loads(r[6]),
-            r[7],
-            r[8],
-            r[9],
-            r[10],
-            r[11],
-            json.loads(r[12]),
-        )  # fmt: skip
-        for r in rows
-    ]
 
 
 # -- two runs side by side ----------------------------------------------------------------------

@@ -150,30 +150,36 @@ def run_suites(store: Store, run_id: str) -> list[str]:
     return [row[0] for row in cursor]
 
 
+_ATTEMPT_COLUMNS = (
+    "SELECT suite, case_id, rep, status, blocks, score, scores, latency, prompt_tokens,"
+    " completion_tokens, cost, error_kind, record FROM eval_attempts"
+)
+
+
+def _attempt(row: Any) -> Attempt:
+    """An attempt from a row of ``_ATTEMPT_COLUMNS``."""
+    return Attempt(
+        row[0], row[1], row[2], row[3], bool(row[4]), row[5], json.loads(row[6]), row[7],
+        row[8], row[9], row[10], row[11], json.loads(row[12]),
+    )  # fmt: skip
+
+
 def iter_attempts(store: Store, run_id: str, suite: str) -> Iterator[Attempt]:
     """A suite's attempts, grouped by case (ordered by case id, then repeat), streamed."""
     cursor = store.conn.execute(
-        "SELECT suite, case_id, rep, status, blocks, score, scores, latency, prompt_tokens,"
-        " completion_tokens, cost, error_kind, record FROM eval_attempts"
-        " WHERE run_id = ? AND suite = ? ORDER BY case_id, rep",
+        _ATTEMPT_COLUMNS + " WHERE run_id = ? AND suite = ? ORDER BY case_id, rep",
         (run_id, suite),
     )
-    for row in cursor:
-        yield Attempt(
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            bool(row[4]),
-            row[5],
-            json.loads(row[6]),
-            row[7],
-            row[8],
-            row[9],
-            row[10],
-            row[11],
-            json.loads(row[12]),
-        )
+    return map(_attempt, cursor)
+
+
+def case_attempts(store: Store, run_id: str, suite: str, case_id: str) -> list[Attempt]:
+    """Every repeat of one case of an eval run, in order."""
+    cursor = store.conn.execute(
+        _ATTEMPT_COLUMNS + " WHERE run_id = ? AND suite = ? AND case_id = ? ORDER BY rep",
+        (run_id, suite, case_id),
+    )
+    return [_attempt(row) for row in cursor]
 
 
 def prior_runs(store: Store, kind: str, before: str) -> list[str]:
@@ -312,18 +318,21 @@ def last_suite_start(store: Store, suite: str) -> tuple[str, int] | None:
 
 
 class AttemptTally(NamedTuple):
-    """How a run's stored attempts came out: passes, all, and their mean score."""
+    """How a run's stored attempts came out: passes, all, errors, mean score, cost."""
 
     passed: int
     total: int
     mean_score: float | None
+    errored: int = 0
+    cost: float | None = None
 
 
 def tally_attempts(store: Store, run_id: str) -> AttemptTally:
-    """Count a run's attempts (every suite and repeat) in one query."""
+    """Count a run's attempts (every suite and repeat) in one query, on the slim index."""
     row = store.conn.execute(
-        "SELECT COALESCE(SUM(status = 'pass'), 0), COUNT(*), AVG(score) FROM eval_attempts"
-        " WHERE run_id = ?",
+        "SELECT COALESCE(SUM(status = 'pass'), 0), COUNT(*), AVG(score),"
+        " COALESCE(SUM(status = 'error'), 0), SUM(cost)"
+        " FROM eval_attempts INDEXED BY eval_attempts_slim WHERE run_id = ?",
         (run_id,),
     ).fetchone()
-    return AttemptTally(int(row[0]), int(row[1]), row[2])
+    return AttemptTally(int(row[0]), int(row[1]), row[2], int(row[3]), row[4])

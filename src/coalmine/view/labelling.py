@@ -58,15 +58,11 @@ def label_state(
 ) -> LabelState:  # fmt: skip
     """The next item ``labeller`` has to label in run ``info`` (``skip``: ids put off)."""
     run_root = Path(info.root) if Path(info.root).is_dir() else None
-    candidates = run_candidates(store, info, root=run_root)
-    plan = plan_labelling(candidates, LabelFile(path, labeller), asked=_asked(rubric))
+    file = LabelFile(path, labeller)
+    plan = plan_labelling(run_candidates(store, info, root=run_root), file, asked=_asked(rubric))
     waiting = [d for d in plan.drafts if d.id not in skip]
     return LabelState(
-        waiting[0] if waiting else None,
-        plan.done,
-        len(plan.drafts),
-        plan.missing,
-        len(LabelFile(path, labeller).bad) if path.exists() else 0,
+        waiting[0] if waiting else None, plan.done, len(plan.drafts), plan.missing, len(file.bad)
     )
 
 

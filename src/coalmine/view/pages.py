@@ -26,14 +26,19 @@ from coalmine.store.browse import (
     EvalComparison,
     RunFilter,
     canary_cases,
-    case_attempts,
     compare_eval_runs,
     eval_cases,
     list_runs,
     run_facets,
     suite_trends,
 )
-from coalmine.store.evals import attempt_records, suite_results, suite_summaries
+from coalmine.store.evals import (
+    attempt_records,
+    case_attempts,
+    suite_results,
+    suite_summaries,
+    tally_attempts,
+)
 from coalmine.store.runs import RunInfo, Store
 
 PAGE_SIZE = 50
@@ -89,15 +94,10 @@ def run_header(store: Store, info: RunInfo) -> CanaryRun:
         record = store.load_run(info.id)
         return record.model_copy(update={"results": []})
     suites = suite_results(store, info.id)
-    tally = store.conn.execute(
-        "SELECT COALESCE(SUM(status = 'pass'), 0), COUNT(*), COALESCE(SUM(status = 'error'), 0),"
-        " AVG(score), SUM(cost) FROM eval_attempts INDEXED BY eval_attempts_slim WHERE run_id = ?",
-        (info.id,),
-    ).fetchone()
-    passed, total, errored, mean, cost = tally
+    t = tally_attempts(store, info.id)
     totals = RunTotals(
-        total=total, passed=passed, failed=total - passed - errored, errored=errored,
-        composite_score=mean, invalid=0, cost=cost,
+        total=t.total, passed=t.passed, failed=t.total - t.passed - t.errored, errored=t.errored,
+        composite_score=t.mean_score, invalid=0, cost=t.cost,
     )  # fmt: skip
     return CanaryRun(
         run_id=info.label or info.id,
