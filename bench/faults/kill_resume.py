@@ -1,0 +1,185 @@
+"""SIGKILL ``coalmine eval run`` over and over; count repeated calls and orphaned agents.
+
+Run: .venv/bin/python bench/faults/kill_resume.py [--kills 20] [--cases 40] [--seed 7]
+
+One suite of N cases answered by a command agent that sleeps a per-case time (most cases
+0.2-1.5 s, a few 5-20 s), starts a grandchild that outlives it unless someone ends it, and logs
+every start and answer to a file. The run is SIGKILLed at a random moment (only coalmine's own
+process, as the kernel's OOM killer or a lost CI runner would), then resumed with
+``--resume``, and killed again, until it finishes. It prints, over all kills:
+
+- repeated calls: a case started again after a kill although its answer had come back more
+  than 0.5 s (the store's documented write window) before that kill. Target 0.
+- orphans: agent processes (leaders or their children) still alive 2 s after a kill. Target 0.
+- totals: the finished run's pass/fail counts against an unkilled run of the same suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+AGENT = r"""
+import json, os, subprocess, sys, time
+prompt = sys.stdin.read()
+case, delay, answer = prompt.split("|")
+log = os.environ["KILL_BENCH_LOG"]
+def note(what):
+    with open(log, "a") as f:
+        f.write(json.dumps({"case": case, "what": what, "t": time.time()}) + "\n")
+note("start")
+# A grandchild in the agent's process group, stdout closed: it would outlive a killed run.
+subprocess.Popen(["sleep", "120", "kill-bench-orphan"], stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+time.sleep(float(delay))
+note("done")
+print(answer, end="", flush=True)
+"""
+
+
+def make_project(root: Path, n: int, rng: random.Random) -> None:
+    (root / "agent.py").write_text(AGENT)
+    (root / "coalmine.yaml").write_text(
+        "agents:\n"
+        "  bench:\n"
+        "    provider: command\n"
+        '    argv: ["python3", "agent.py", "kill-bench-agent"]\n'
+        "    max_concurrency: 8\n"
+        "judge: none\n"
+    )
+    suites = root / "harness" / "evals"
+    suites.mkdir(parents=True)
+    (suites / "kill.yaml").write_text(
+        "agent: bench\ngraders: [{type: equals}]\n"
+        "prompt_template: '{{ case }}|{{ delay }}|{{ answer }}'\n"
+    )
+    with (suites / "kill.jsonl").open("w") as f:
+        for i in range(n):
+            delay = rng.uniform(5, 20) if rng.random() < 0.1 else rng.uniform(0.2, 1.5)
+            answer = "yes" if i % 5 else "no"  # every fifth case fails its grader
+            case = f"c{i:03d}"
+            row = {"id": case, "vars": {"case": case, "delay": f"{delay:.2f}", "answer": answer}}
+            f.write(json.dumps({**row, "expected": "yes"}) + "\n")
+
+
+def coalmine(root: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "coalmine", "eval", "run", "--root", str(root), "--display", "none"]
+        + list(args),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def agent_processes() -> list[int]:
+    """Pids of live processes whose argv carries this bench's markers (zombies excluded)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and (b"kill-bench-agent" in argv or b"kill-bench-orphan" in argv):
+            found.append(int(entry.name))
+    return found
+
+
+def read_log(path: Path) -> list[dict[str, object]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def totals(root: Path) -> dict[str, int]:
+    """The stored case statuses of the newest run: {status: count} (read-only)."""
+    db = sqlite3.connect(f"file:{root / '.coalmine' / 'coalmine.db'}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT status, count(*) FROM eval_attempts"
+            " WHERE run_id = (SELECT max(id) FROM runs) GROUP BY status"
+        ).fetchall()
+    finally:
+        db.close()
+    return dict(rows)
+
+
+def repeats(log: list[dict[str, object]], kills: list[float]) -> int:
+    """Starts of a case after a kill that came more than 0.5 s after the case's answer."""
+    events = [(str(e["case"]), str(e["what"]), float(str(e["t"]))) for e in log]
+    count = 0
+    for killed_at in kills:
+        answered = {case for case, what, t in events if what == "done" and t < killed_at - 0.5}
+        count += sum(
+            1 for c, what, t in events if what == "start" and t > killed_at and c in answered
+        )
+    return count
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--cases", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    for pid in agent_processes():  # leftovers of an earlier bench run
+        os.kill(pid, signal.SIGKILL)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        reference, killed = base / "reference", base / "killed"
+        for root in (reference, killed):
+            root.mkdir()
+            make_project(root, args.cases, random.Random(args.seed))
+        env = {**os.environ, "KILL_BENCH_LOG": str(reference / "calls.log")}
+        coalmine(reference, env=env).wait()
+        env["KILL_BENCH_LOG"] = str(killed / "calls.log")
+
+        kill_times: list[float] = []
+        orphans = 0
+        resume: list[str] = []
+        while True:
+            proc = coalmine(killed, *resume, env=env)
+            if len(kill_times) >= args.kills:
+                proc.wait()  # the last resume runs to the end
+                break
+            try:
+                proc.wait(timeout=rng.uniform(0.5, 8.0))
+                break  # finished before the kill
+            except subprocess.TimeoutExpired:
+                pass
+            os.kill(proc.pid, signal.SIGKILL)
+            kill_times.append(time.time())
+            proc.wait()
+            time.sleep(2.0)
+            left = agent_processes()
+            orphans += len(left)
+            for pid in left:  # so that one kill's orphans do not count again at the next
+                os.kill(pid, signal.SIGKILL)
+            resume = ["--resume"]
+        repeated = repeats(read_log(killed / "calls.log"), kill_times)
+        kills = len(kill_times)
+        want, got = totals(reference), totals(killed)
+        print(f"kills: {kills}  cases: {args.cases}  seed: {args.seed}")
+        print(f"repeated calls of cases answered > 0.5 s before a kill: {repeated}  (target 0)")
+        print(f"orphaned agent processes 2 s after a kill: {orphans}  (target 0)")
+        print(f"totals unkilled: {want}")
+        print(f"totals killed:   {got}  ({'identical' if want == got else 'DIFFERENT'})")
+    return 0 if repeated == 0 and orphans == 0 and want == got else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
