@@ -167,7 +167,8 @@ CASES = [
         "coalmine.yaml",
         CANARY,
         replace(
-            "\n  Analyst: {provider: command,", "\n  Analyst: {provider: command, max_concurrency: -1,"
+            "\n  Analyst: {provider: command,",
+            "\n  Analyst: {provider: command, max_concurrency: -1,",
         ),
     ),
     Case(
