@@ -1,6 +1,7 @@
-"""SIGKILL ``coalmine eval run`` over and over; count repeated calls and orphaned agents.
+"""SIGKILL `coalmine eval run` or `canary run` again and again; count repeats and orphans.
 
-Run: .venv/bin/python bench/faults/kill_resume.py [--kills 20] [--cases 40] [--seed 7]
+Run: .venv/bin/python bench/faults/kill_resume.py [--kind eval|canary] [--kills 20] [--cases 40]
+     [--seed 7]
 
 One suite of N cases answered by a command agent that sleeps a per-case time (most cases
 0.2-1.5 s, a few 5-20 s), starts a grandchild that outlives it unless someone ends it, and logs
@@ -46,7 +47,16 @@ print(answer, end="", flush=True)
 """
 
 
-def make_project(root: Path, n: int, rng: random.Random) -> None:
+def draw_cases(n: int, rng: random.Random) -> list[tuple[str, str, str]]:
+    """(case id, delay, answer): most answers come fast, a tenth take 5-20 s; every fifth fails."""
+    cases = []
+    for i in range(n):
+        delay = rng.uniform(5, 20) if rng.random() < 0.1 else rng.uniform(0.2, 1.5)
+        cases.append((f"c{i:03d}", f"{delay:.2f}", "yes" if i % 5 else "no"))
+    return cases
+
+
+def make_project(root: Path, n: int, rng: random.Random, *, kind: str) -> None:
     (root / "agent.py").write_text(AGENT)
     (root / "coalmine.yaml").write_text(
         "agents:\n"
@@ -54,8 +64,19 @@ def make_project(root: Path, n: int, rng: random.Random) -> None:
         "    provider: command\n"
         '    argv: ["python3", "agent.py", "kill-bench-agent"]\n'
         "    max_concurrency: 8\n"
+        "routing: {qa: bench}\n"
         "judge: none\n"
     )
+    cases = draw_cases(n, rng)
+    if kind == "canary":
+        specs = root / "bench" / "canaries" / "qa"
+        specs.mkdir(parents=True)
+        for case, delay, answer in cases:
+            (specs / f"{case}.yaml").write_text(
+                f"id: {case}\nphase: qa\ntitle: {case}\nprompt: '{case}|{delay}|{answer}'\n"
+                "expected:\n  graders:\n    - {type: keyword, config: {required: ['yes']}}\n"
+            )
+        return
     suites = root / "harness" / "evals"
     suites.mkdir(parents=True)
     (suites / "kill.yaml").write_text(
@@ -63,17 +84,14 @@ def make_project(root: Path, n: int, rng: random.Random) -> None:
         "prompt_template: '{{ case }}|{{ delay }}|{{ answer }}'\n"
     )
     with (suites / "kill.jsonl").open("w") as f:
-        for i in range(n):
-            delay = rng.uniform(5, 20) if rng.random() < 0.1 else rng.uniform(0.2, 1.5)
-            answer = "yes" if i % 5 else "no"  # every fifth case fails its grader
-            case = f"c{i:03d}"
-            row = {"id": case, "vars": {"case": case, "delay": f"{delay:.2f}", "answer": answer}}
+        for case, delay, answer in cases:
+            row = {"id": case, "vars": {"case": case, "delay": delay, "answer": answer}}
             f.write(json.dumps({**row, "expected": "yes"}) + "\n")
 
 
-def coalmine(root: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def coalmine(root: Path, kind: str, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "coalmine", "eval", "run", "--root", str(root), "--display", "none"]
+        [sys.executable, "-m", "coalmine", kind, "run", "--root", str(root), "--display", "none"]
         + list(args),
         env=env,
         stdout=subprocess.DEVNULL,
@@ -103,17 +121,24 @@ def read_log(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def totals(root: Path) -> dict[str, int]:
-    """The stored case statuses of the newest run: {status: count} (read-only)."""
+def totals(root: Path, kind: str) -> dict[str, int]:
+    """The stored verdicts of the newest run: {verdict: count} (read-only)."""
+    table, column = ("case_results", "verdict") if kind == "canary" else ("eval_attempts", "status")
     db = sqlite3.connect(f"file:{root / '.coalmine' / 'coalmine.db'}?mode=ro", uri=True)
     try:
         rows = db.execute(
-            "SELECT status, count(*) FROM eval_attempts"
-            " WHERE run_id = (SELECT max(id) FROM runs) GROUP BY status"
+            f"SELECT {column}, count(*) FROM {table}"  # noqa: S608 - two fixed names
+            f" WHERE run_id = (SELECT max(id) FROM runs) GROUP BY {column}"
         ).fetchall()
     finally:
         db.close()
     return dict(rows)
+
+
+def result_files(root: Path) -> list[str]:
+    """The canary result files and their sizes: one file, never a 0-byte stub."""
+    folder = root / "bench" / "results"
+    return sorted(f"{p.name} ({p.stat().st_size} B)" for p in folder.glob("*.json"))
 
 
 def repeats(log: list[dict[str, object]], kills: list[float]) -> int:
@@ -133,6 +158,7 @@ def main() -> int:
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--cases", type=int, default=40)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--kind", choices=("eval", "canary"), default="eval")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     for pid in agent_processes():  # leftovers of an earlier bench run
@@ -143,16 +169,16 @@ def main() -> int:
         reference, killed = base / "reference", base / "killed"
         for root in (reference, killed):
             root.mkdir()
-            make_project(root, args.cases, random.Random(args.seed))
+            make_project(root, args.cases, random.Random(args.seed), kind=args.kind)
         env = {**os.environ, "KILL_BENCH_LOG": str(reference / "calls.log")}
-        coalmine(reference, env=env).wait()
+        coalmine(reference, args.kind, env=env).wait()
         env["KILL_BENCH_LOG"] = str(killed / "calls.log")
 
         kill_times: list[float] = []
         orphans = 0
         resume: list[str] = []
         while True:
-            proc = coalmine(killed, *resume, env=env)
+            proc = coalmine(killed, args.kind, *resume, env=env)
             if len(kill_times) >= args.kills:
                 proc.wait()  # the last resume runs to the end
                 break
@@ -172,13 +198,18 @@ def main() -> int:
             resume = ["--resume"]
         repeated = repeats(read_log(killed / "calls.log"), kill_times)
         kills = len(kill_times)
-        want, got = totals(reference), totals(killed)
-        print(f"kills: {kills}  cases: {args.cases}  seed: {args.seed}")
+        want, got = totals(reference, args.kind), totals(killed, args.kind)
+        print(f"{args.kind} run, kills: {kills}  cases: {args.cases}  seed: {args.seed}")
         print(f"repeated calls of cases answered > 0.5 s before a kill: {repeated}  (target 0)")
         print(f"orphaned agent processes 2 s after a kill: {orphans}  (target 0)")
         print(f"totals unkilled: {want}")
         print(f"totals killed:   {got}  ({'identical' if want == got else 'DIFFERENT'})")
-    return 0 if repeated == 0 and orphans == 0 and want == got else 1
+        files_ok = True
+        if args.kind == "canary":
+            files = result_files(killed)
+            files_ok = len(files) == 1 and not files[0].endswith("(0 B)")
+            print(f"result files: {', '.join(files)}  ({'one' if files_ok else 'NOT ONE'})")
+    return 0 if repeated == 0 and orphans == 0 and want == got and files_ok else 1
 
 
 if __name__ == "__main__":
