@@ -17,6 +17,7 @@ import json
 import random
 import sqlite3
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -1089,3 +1090,19 @@ def test_a_failed_call_does_not_add_a_provider(evals: Evals, openai_server: Fake
     outcome = evals.run(concurrency=1)
     assert (outcome.suites[0].passed, outcome.suites[0].failed) == (1, 1)
     assert outcome.suites[0].provider == "Remote:fake-model"
+
+
+def test_a_case_timeout_covers_its_retries(evals: Evals, openai_server: FakeOpenAI) -> None:
+    agent = {"provider": "openai", "model": "fake-model", "base_url": openai_server.base_url}
+    (evals.root / "coalmine.yaml").write_text(
+        yaml.safe_dump({"agents": {"Remote": {**agent, "retries": 2, "backoff_seconds": 0.01}}}),
+        encoding="utf-8",
+    )
+    evals.suite("hung", [case("hangs", "hi", contains("hi"))], meta={"timeout_seconds": 1})
+    openai_server.enqueue(*[Reply(text="late", delay=5.0)] * 3)
+    started = time.monotonic()
+    outcome = evals.run()
+    assert time.monotonic() - started < 2.0  # the case's 1 s, not 1 s per attempt
+    row = evals.row(outcome.run_id, "hangs")
+    assert (row["status"], row["error_kind"]) == ("fail", "timeout")
+    assert len(openai_server.requests) == 1
