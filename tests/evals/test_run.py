@@ -845,6 +845,35 @@ def test_an_interrupted_run_keeps_its_cases_and_resumes_without_calling_them_aga
         evals.run(plan, resume=outcome.run_id)
 
 
+def test_finished_cases_are_committed_on_a_timer_while_a_slow_case_runs(evals: Evals) -> None:
+    evals.config()
+    fast = [f"c{n}" for n in range(5)]
+    slow = case("slow", "sleep:1.5", contains("slept"))
+    evals.suite("mixed", [slow, *[case(i, "hi", contains("hi")) for i in fast]])
+    plan = evals.plan()
+    store = evals.store()
+    seen: list[str] = []
+
+    async def main() -> None:
+        async def look() -> None:  # as another process would see the store, mid-run
+            await anyio.sleep(1.0)
+            conn = sqlite3.connect(evals.root / ".coalmine" / "coalmine.db")
+            try:
+                seen.extend(r[0] for r in conn.execute("SELECT case_id FROM eval_attempts"))
+            finally:
+                conn.close()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(look)
+            await run_evals(plan, store=store, concurrency=6)
+
+    try:
+        anyio.run(main)
+    finally:
+        store.close()
+    assert sorted(seen) == fast  # committed within 0.5 s, though no case finished after them
+
+
 def test_repeats_resume_by_case_and_repeat(evals: Evals) -> None:
     evals.config()
     evals.suite("flaky", FLAKY)  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ from coalmine._util.clock import Clock, SystemClock
 from coalmine._util.hashing import hash_text
 from coalmine.config import AgentConfig, Config
 from coalmine.engine.call import Caller
-from coalmine.engine.execute import run_bounded
+from coalmine.engine.execute import periodically, run_bounded
 from coalmine.engine.grading import judge_fn_for
 from coalmine.engine.wiring import Wiring, coalmine_version, secret_values, start_run_record
 from coalmine.errors import CoalmineError, ConfigError, GradeError, ProviderError
@@ -267,9 +267,9 @@ async def run_review(
                 writer.add(_attempt(run, list(secrets)))
                 runs.append(run)
 
-            await run_bounded(items, work, jobs=jobs)
+            async with periodically(writer.flush, every=writer.interval):
+                await run_bounded(items, work, jobs=jobs)
     finally:
-        writer.flush()
         with anyio.CancelScope(shield=True):
             for caller in callers.values():
                 await caller.provider.aclose()
