@@ -26,6 +26,7 @@ from typing import Any, Literal
 import anyio
 
 from coalmine._util.clock import Clock, SystemClock
+from coalmine._util.files import write_new_file
 from coalmine._util.hashing import hash_text
 from coalmine.config import AgentConfig, Config
 from coalmine.engine.call import Caller
@@ -509,13 +510,7 @@ def write_note(
     config: Config,
 ) -> Path:
     """Write ``harness-<date>-eval-runs.md`` (``-2``, ``-3`` … on the same day)."""
-    folder.mkdir(parents=True, exist_ok=True)
     date = started.date().isoformat()
-    path = folder / f"harness-{date}-eval-runs.md"
-    n = 2
-    while path.exists():
-        path = folder / f"harness-{date}-eval-runs-{n}.md"
-        n += 1
     roles = "\n".join(
         f"- {name}: {role.agent} ({agents[role.agent].provider}) ← {', '.join(role.inputs)}"
         for name, role in pipeline.roles.items()
@@ -529,5 +524,8 @@ def write_note(
         f"Samples per eval: {samples}\n\n"
         f"{render_table(runs)}\n\n## Highlights\n\n{render_highlights(runs, regressions)}\n"
     )
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_new_file(
+        folder,
+        lambda n: f"harness-{date}-eval-runs{'' if n == 1 else f'-{n}'}.md",
+        lambda _: text,
+    )
