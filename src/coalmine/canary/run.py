@@ -44,6 +44,7 @@ from coalmine.engine.wiring import (
     Wiring,
     coalmine_version,
     describe_judge,
+    recording_run_agents,
     secret_values,
     start_run_record,
 )
@@ -210,7 +211,10 @@ async def run_canaries(
             results[position] = outcome.result
             await emit(hooks, "on_case_end", CaseEnd(index, total, outcome.result))
 
-        interrupted = await run_bounded(todo, work, jobs=jobs or config.defaults.jobs, stop=stop)
+        with recording_run_agents(store, stored.run_id):
+            interrupted = await run_bounded(
+                todo, work, jobs=jobs or config.defaults.jobs, stop=stop
+            )
         interrupted = interrupted or over_budget
     finally:
         with anyio.CancelScope(shield=True):

@@ -42,7 +42,13 @@ from coalmine.engine.grading import (
 )
 from coalmine.engine.policy import JudgeGate
 from coalmine.engine.verdict import EPSILON, composite_score
-from coalmine.engine.wiring import Wiring, describe_judge, secret_values, start_run_record
+from coalmine.engine.wiring import (
+    Wiring,
+    describe_judge,
+    recording_run_agents,
+    secret_values,
+    start_run_record,
+)
 from coalmine.errors import GradeError, ProviderError, UsageError
 from coalmine.evals.compat import CompatRunner, get_compat_kind
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
@@ -252,8 +258,9 @@ async def run_evals(
     interrupted = False
     try:
         # what finished is kept within the writer's interval, and at the end whatever stopped it
-        async with periodically(writer.flush, every=writer.interval):
-            cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
+        with recording_run_agents(store, run_id):
+            async with periodically(writer.flush, every=writer.interval):
+                cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
         interrupted = cancelled or not exhausted
     finally:
         with anyio.CancelScope(shield=True):

@@ -5,7 +5,8 @@ file's folder as working directory. The prompt is written to stdin as UTF-8 byte
 then stdin is closed. stdin, stdout and stderr are pumped concurrently, so a large prompt and a
 large answer cannot deadlock. The answer ends when the agent exits, even if a helper it started
 still holds stdout open; then, and on a crash, a timeout or a cancellation, the whole process
-group is killed (helpers the agent started die with it).
+group is killed (helpers the agent started die with it). Should coalmine itself be killed, the
+group is ended by the watchdog or by the run's resume (:mod:`coalmine.providers.agent_groups`).
 
 Trajectories: each call creates an empty file in a private temporary folder and passes its path
 in ``COALMINE_TRAJECTORY``. An agent may append JSON lines to it, e.g.
@@ -39,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine.errors import ProviderError
 from coalmine.providers._promptfoo import call_context, call_options, exec_output, js_json
+from coalmine.providers.agent_groups import agent_groups
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput, ToolCall
 
@@ -128,10 +130,12 @@ class CommandProvider:
             )
         except OSError as exc:
             raise self._error(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
+        groups = agent_groups()
         stdout = bytearray()
         stderr = bytearray()
         dropped = 0
         try:
+            groups.started(process.pid)  # so it dies with coalmine, however coalmine dies
 
             async def feed() -> None:
                 assert process.stdin is not None
@@ -181,6 +185,7 @@ class CommandProvider:
         finally:
             with anyio.CancelScope(shield=True):
                 await _kill_group(process)
+            groups.ended(process.pid)
         tail = stderr.decode("utf-8", errors="replace").strip() or None
         if returncode != 0:
             raise self._error(_describe_exit(returncode), exit_code=returncode, stderr_tail=tail)
