@@ -56,7 +56,7 @@ class Defaults(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     timeout_seconds: float = Field(300.0, gt=0)
-    """Agent timeout for a spec that does not set ``timeout_seconds``."""
+    """Agent timeout (the whole call, retries included) for a spec without ``timeout_seconds``."""
     judge_timeout_seconds: float = Field(120.0, gt=0)
     """How long one judge call may take."""
     jobs: int = Field(1, ge=1)

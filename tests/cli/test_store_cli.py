@@ -99,6 +99,40 @@ def test_kill_9_then_resume_runs_no_finished_case_twice(project: Project, tmp_pa
 
 
 @pytest.mark.slow
+def test_a_resume_rewrites_the_file_its_killed_run_wrote(project: Project) -> None:
+    ids = counting_project(project, n=4)
+    (project.root / "delay").write_text("0.3")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coalmine", "canary", "run", "--root", str(project.root),
+         "--display", "none"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(calls(project)) < 2:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    [(run_id, started)] = db_rows(project, "SELECT id, started_at FROM runs")
+    # What the run leaves when it is killed after writing its file, before the store knows it.
+    shown = project.run_cli("runs", "show", str(run_id), "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    stem = f"canary-run-{str(started)[:10]}"
+    record = {**json.loads(shown.stdout), "run_id": stem}
+    own = project.root / "bench" / "results" / f"{stem}.json"
+    own.parent.mkdir(parents=True)
+    own.write_text(json.dumps(record), encoding="utf-8")
+
+    (project.root / "delay").write_text("0")
+    resumed = project.run_cli("canary", "run", "--resume", "--display", "none")
+    assert resumed.returncode == 1, resumed.stderr
+    assert project.results() == [own]  # its own file, rewritten; no -2 beside it
+    data = json.loads(own.read_text(encoding="utf-8"))
+    assert (data["run_id"], data["store_run_id"], data["interrupted"]) == (stem, run_id, False)
+    assert [r["id"] for r in data["results"]] == ids
+    assert db_rows(project, "SELECT results_file FROM runs") == [(str(own),)]
+
+
+@pytest.mark.slow
 def test_ctrl_c_prints_the_resume_command_and_resume_finishes(project: Project) -> None:
     counting_project(project, n=3)
     (project.root / "delay").write_text("0.5")

@@ -1,7 +1,8 @@
 """Retries through the runner's caller, for every HTTP provider against its own loopback server.
 
 500 then success, 429 with Retry-After, a connection that hangs past the timeout, a malformed
-body: what is retried is retried, what is not fails at once, and every attempt is counted.
+body: what is retried is retried, what is not fails at once, and every attempt is counted. The
+timeout is the whole call's: the retries and the waits between them share it.
 """
 
 from __future__ import annotations
@@ -111,14 +112,35 @@ def test_429_with_retry_after_is_honoured(endpoint: Endpoint) -> None:
     assert outcome.failures[0].startswith("rate_limited")
 
 
-def test_a_hang_past_the_timeout_is_retried_then_fails(endpoint: Endpoint) -> None:
-    endpoint.enqueue(*[endpoint.fail(200, "late", delay=2.0)] * 3)
+def test_the_timeout_bounds_the_whole_call_retries_included(endpoint: Endpoint) -> None:
+    endpoint.enqueue(*[endpoint.fail(200, "late", delay=5.0)] * 3)
     started = time.monotonic()
     with pytest.raises(ProviderError) as info:
-        call(endpoint, timeout=0.3)
-    assert time.monotonic() - started < 1.9  # three 0.3 s deadlines, not a 2 s hang
-    assert (info.value.kind, info.value.attempt) == ("timeout", 3)
-    assert len(info.value.failures) == 2
+        call(endpoint, timeout=1.0)  # 2 retries, each would have had 1 s of its own
+    assert time.monotonic() - started < 2.0  # one 1 s deadline, not three
+    assert (info.value.kind, info.value.attempt) == ("timeout", 1)
+
+
+def test_a_retry_gets_only_what_is_left_of_the_timeout(endpoint: Endpoint) -> None:
+    endpoint.enqueue(endpoint.fail(500, "boom"), *[endpoint.fail(200, "late", delay=5.0)] * 2)
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        call(endpoint, timeout=1.0)
+    assert time.monotonic() - started < 2.0
+    # the attempt that was cut is the timeout; the failure before it is kept
+    assert (info.value.kind, info.value.attempt) == ("timeout", 2)
+    assert [f.split(":")[0] for f in info.value.failures] == ["http_error"]
+    assert len(endpoint.requests()) == 2
+
+
+def test_no_retry_starts_when_its_back_off_outlasts_the_timeout(endpoint: Endpoint) -> None:
+    endpoint.enqueue(endpoint.fail(429, "slow down", {"Retry-After": "5"}), endpoint.ok("ok"))
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        call(endpoint, timeout=1.0)
+    assert time.monotonic() - started < 1.0  # the 5 s wait would end past the deadline
+    assert (info.value.kind, info.value.attempt) == ("rate_limited", 1)
+    assert len(endpoint.requests()) == 1
 
 
 def test_a_malformed_body_is_not_retried(endpoint: Endpoint) -> None:

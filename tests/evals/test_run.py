@@ -17,6 +17,7 @@ import json
 import random
 import sqlite3
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -844,6 +845,35 @@ def test_an_interrupted_run_keeps_its_cases_and_resumes_without_calling_them_aga
         evals.run(plan, resume=outcome.run_id)
 
 
+def test_finished_cases_are_committed_on_a_timer_while_a_slow_case_runs(evals: Evals) -> None:
+    evals.config()
+    fast = [f"c{n}" for n in range(5)]
+    slow = case("slow", "sleep:1.5", contains("slept"))
+    evals.suite("mixed", [slow, *[case(i, "hi", contains("hi")) for i in fast]])
+    plan = evals.plan()
+    store = evals.store()
+    seen: list[str] = []
+
+    async def main() -> None:
+        async def look() -> None:  # as another process would see the store, mid-run
+            await anyio.sleep(1.0)
+            conn = sqlite3.connect(evals.root / ".coalmine" / "coalmine.db")
+            try:
+                seen.extend(r[0] for r in conn.execute("SELECT case_id FROM eval_attempts"))
+            finally:
+                conn.close()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(look)
+            await run_evals(plan, store=store, concurrency=6)
+
+    try:
+        anyio.run(main)
+    finally:
+        store.close()
+    assert sorted(seen) == fast  # committed within 0.5 s, though no case finished after them
+
+
 def test_repeats_resume_by_case_and_repeat(evals: Evals) -> None:
     evals.config()
     evals.suite("flaky", FLAKY)  # type: ignore[arg-type]
@@ -1089,3 +1119,19 @@ def test_a_failed_call_does_not_add_a_provider(evals: Evals, openai_server: Fake
     outcome = evals.run(concurrency=1)
     assert (outcome.suites[0].passed, outcome.suites[0].failed) == (1, 1)
     assert outcome.suites[0].provider == "Remote:fake-model"
+
+
+def test_a_case_timeout_covers_its_retries(evals: Evals, openai_server: FakeOpenAI) -> None:
+    agent = {"provider": "openai", "model": "fake-model", "base_url": openai_server.base_url}
+    (evals.root / "coalmine.yaml").write_text(
+        yaml.safe_dump({"agents": {"Remote": {**agent, "retries": 2, "backoff_seconds": 0.01}}}),
+        encoding="utf-8",
+    )
+    evals.suite("hung", [case("hangs", "hi", contains("hi"))], meta={"timeout_seconds": 1})
+    openai_server.enqueue(*[Reply(text="late", delay=5.0)] * 3)
+    started = time.monotonic()
+    outcome = evals.run()
+    assert time.monotonic() - started < 2.0  # the case's 1 s, not 1 s per attempt
+    row = evals.row(outcome.run_id, "hangs")
+    assert (row["status"], row["error_kind"]) == ("fail", "timeout")
+    assert len(openai_server.requests) == 1

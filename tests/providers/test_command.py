@@ -163,6 +163,41 @@ def test_timeout_kills_the_agent_and_its_grandchild(tmp_path: Path) -> None:
                 pass
 
 
+@pytest.mark.parametrize("code", [0, 3])
+def test_the_answer_ends_when_the_agent_exits_whatever_its_helpers_hold(
+    tmp_path: Path, code: int
+) -> None:
+    # The helper inherits stdout and stderr and outlives the agent: no EOF comes until it dies.
+    provider = make(
+        tmp_path,
+        f"""
+        import subprocess, sys
+        helper = subprocess.Popen(["sleep", "30"])
+        open("helper.pid", "w").write(str(helper.pid))
+        print("the answer")
+        sys.stdout.flush()
+        print("a warning", file=sys.stderr)
+        sys.exit({code})
+        """,
+    )
+    started = time.monotonic()
+    if code == 0:
+        output = call(provider, limit=10)
+        assert (output.text, output.stderr_tail) == ("the answer\n", "a warning")
+    else:
+        error = fail(provider)
+        assert (error.process_exit_code, error.stderr_tail) == (3, "a warning")
+    assert time.monotonic() - started < 5  # not the helper's 30 s, not a timeout
+    helper = int((tmp_path / "helper.pid").read_text())
+    try:
+        assert wait_gone(helper), "the helper left behind by the agent survived"
+    finally:
+        try:
+            os.kill(helper, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def test_huge_output_returns_complete(tmp_path: Path) -> None:
     provider = make(
         tmp_path,

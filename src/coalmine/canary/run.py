@@ -44,6 +44,7 @@ from coalmine.engine.wiring import (
     Wiring,
     coalmine_version,
     describe_judge,
+    recording_run_agents,
     secret_values,
     start_run_record,
 )
@@ -51,7 +52,7 @@ from coalmine.errors import UsageError
 from coalmine.graders.base import registry as graders
 from coalmine.providers.base import CallContext
 from coalmine.providers.replay import Cassette
-from coalmine.reports.json import write_result_file
+from coalmine.reports.json import find_result_file, write_result_file
 from coalmine.results import CanaryRun, CaseResult, InvalidSpecRecord, JudgeInfo, RunTotals
 from coalmine.specs.loader import InvalidSpec
 from coalmine.store.cache import ResponseCache
@@ -210,7 +211,10 @@ async def run_canaries(
             results[position] = outcome.result
             await emit(hooks, "on_case_end", CaseEnd(index, total, outcome.result))
 
-        interrupted = await run_bounded(todo, work, jobs=jobs or config.defaults.jobs, stop=stop)
+        with recording_run_agents(store, stored.run_id):
+            interrupted = await run_bounded(
+                todo, work, jobs=jobs or config.defaults.jobs, stop=stop
+            )
         interrupted = interrupted or over_budget
     finally:
         with anyio.CancelScope(shield=True):
@@ -236,9 +240,11 @@ async def run_canaries(
             lessons=lessons,
         )
 
-    path, run = write_result_file(
-        results_dir or config.root / RESULTS_DIR, stored.started, build, reuse=stored.results_file
-    )
+    folder = results_dir or config.root / RESULTS_DIR
+    own = stored.results_file
+    if own is None and stored.run_id is not None and stored.resumed:
+        own = find_result_file(folder, stored.started, stored.run_id)  # killed before recording it
+    path, run = write_result_file(folder, stored.started, build, reuse=own)
     if store is not None and stored.run_id is not None:
         if not interrupted:  # before finish_run: a run killed in between retains on resume
             retain_canary_regression(store, run, root=config.root)
@@ -263,6 +269,7 @@ class _RunRecord:
     started: datetime
     done: dict[str, CaseResult]
     results_file: Path | None = None
+    resumed: bool = False
 
     @classmethod
     def open(
@@ -284,7 +291,7 @@ class _RunRecord:
             store.reopen_run(info.id)
             done = {r.id: r for r in store.case_results(info.id)}
             file = Path(info.results_file) if info.results_file else None
-            return cls(info.id, datetime.fromisoformat(info.started_at), done, file)
+            return cls(info.id, datetime.fromisoformat(info.started_at), done, file, resumed=True)
         started = clock.now()
         if store is None:
             return cls(None, started, {})

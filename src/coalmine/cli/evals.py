@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import click
 
+from coalmine._util.files import write_file
 from coalmine._util.words import counted
 from coalmine.cli.display import DisplayType, make_display
 from coalmine.cli.options import (
@@ -199,7 +200,7 @@ def run_command(
     finally:
         store.close()
     if as_promptfoo and output_file is not None:
-        output_file.write_text(document + "\n", encoding="utf-8")
+        write_file(output_file, document + "\n")
     if fmt == "promptfoo":
         if output_file is None:
             click.echo(document)
@@ -260,7 +261,7 @@ def _run_promptfoo(
         document = dump_promptfoo_output(promptfoo_document(run, output_path=output))
     if output is not None:
         assert document is not None
-        output.write_text(document + "\n", encoding="utf-8")
+        write_file(output, document + "\n")
     if fmt == "promptfoo" and output is None:
         click.echo(document)
     elif fmt == "json":

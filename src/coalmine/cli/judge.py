@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import click
 
+from coalmine._util.files import write_file
 from coalmine.cli.options import root_option, store_option
 from coalmine.engine.grading import judge_fn_for
 from coalmine.engine.history import project_config
@@ -137,8 +138,7 @@ def report_command(
     else:
         click.echo("\n\n".join(render_calibration(r) for r in newest.values()))
     if html_path is not None:
-        html_path.parent.mkdir(parents=True, exist_ok=True)
-        html_path.write_text(render_calibrations_html(list(newest.values())), encoding="utf-8")
+        write_file(html_path, render_calibrations_html(list(newest.values())))
     return 0
 
 

@@ -76,6 +76,8 @@ class Caller:
     async def call(self, request: AgentRequest, timeout: float, *, repeat: int = 0) -> CallOutcome:
         """Answer from the cache, or call the agent, retrying what a retry may fix.
 
+        ``timeout`` bounds the whole call: every attempt and the back-off between them (an
+        attempt cut by it is a timeout; a retry whose wait would outlast it is not started).
         ``repeat`` numbers the runs of one prompt (an eval's ``--repeats``): each has its own
         cache entry, so a cached run of five repeats answers with five answers, not one.
         """
@@ -88,17 +90,17 @@ class Caller:
             miss = found.reason
         failures: list[str] = []
         attempt = 0
+        deadline = _Deadline(timeout)
         while True:
             attempt += 1
             try:
-                output = await self._attempt(request, timeout, attempt)
+                output = await self._attempt(request, deadline, attempt)
                 break
             except ProviderError as exc:
                 exc.attempt = attempt
                 exc.failures = tuple(failures)
                 if not exc.retryable or attempt > self.retries:
                     raise
-                failures.append(f"{exc.kind}: {exc.reason}")
                 policy = self.agent.policy
                 delay = backoff_delay(
                     attempt,
@@ -108,6 +110,9 @@ class Caller:
                 )
                 if exc.kind == "rate_limited":
                     self.gate.pause(delay)  # every caller of this agent eases off
+                if delay >= deadline.remaining():
+                    raise  # no time is left for another attempt within the case's timeout
+                failures.append(f"{exc.kind}: {exc.reason}")
                 await self.sleep(delay)
         status = None
         scrubbed = redact_model(output, list(self.secrets))  # text and tool-call arguments
@@ -125,18 +130,23 @@ class Caller:
             )
         return CallOutcome(output, status, attempt, tuple(failures))
 
-    async def _attempt(self, request: AgentRequest, timeout: float, attempt: int) -> AgentOutput:
+    async def _attempt(
+        self, request: AgentRequest, deadline: _Deadline, attempt: int
+    ) -> AgentOutput:
         request = replace(request, context=replace(request.context, attempt=attempt))
         if self.limiter is None:
             await self.gate.wait()
-            return await self._timed(request, timeout)
+            return await self._timed(request, deadline)
         async with self.limiter:
             await self.gate.wait()
-            return await self._timed(request, timeout)
+            return await self._timed(request, deadline)
 
-    async def _timed(self, request: AgentRequest, timeout: float) -> AgentOutput:
+    async def _timed(self, request: AgentRequest, deadline: _Deadline) -> AgentOutput:
+        remaining = deadline.start()
         try:
-            with anyio.fail_after(timeout):
+            if remaining <= 0:
+                raise TimeoutError
+            with anyio.fail_after(remaining):
                 output = await self.provider.call(request)
             usage = output.usage or {}
             self.gate.used(usage.get("total_tokens") or sum(
@@ -145,7 +155,7 @@ class Caller:
             return output
         except TimeoutError:
             raise AgentTimeout(
-                agent=self.agent.name, provider=self.agent.provider, timeout=timeout
+                agent=self.agent.name, provider=self.agent.provider, timeout=deadline.timeout
             ) from None
 
     def identity(self) -> dict[str, Any]:
@@ -165,3 +175,25 @@ class Caller:
         if self.cache is None or identity is None:
             return None
         return CacheKey(identity(), request.prompt, repeat=repeat)
+
+
+@dataclass
+class _Deadline:
+    """The case's timeout, over every attempt and the back-off between them.
+
+    Its clock starts when the first attempt starts (after the agent's limits let it through):
+    waiting for a free slot is not the agent's time.
+    """
+
+    timeout: float
+    at: float | None = None
+
+    def start(self) -> float:
+        """Start the clock if it is not running; the seconds left."""
+        if self.at is None:
+            self.at = anyio.current_time() + self.timeout
+        return self.at - anyio.current_time()
+
+    def remaining(self) -> float:
+        """The seconds left (the whole timeout before the first attempt)."""
+        return self.timeout if self.at is None else self.at - anyio.current_time()

@@ -2,11 +2,13 @@
 
 ``stop`` is an event the caller sets (the CLI sets it on Ctrl-C): work in flight is cancelled,
 which makes providers kill their processes, and what finished stays finished.
+:func:`periodically` runs an action on a timer beside the work (a batched writer's flush).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sized
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sized
+from contextlib import asynccontextmanager
 from typing import TypeVar
 
 import anyio
@@ -69,3 +71,28 @@ async def run_bounded(
                 inner.start_soon(pull)
         finished.set()
     return interrupted
+
+
+@asynccontextmanager
+async def periodically(action: Callable[[], None], *, every: float) -> AsyncIterator[None]:
+    """Call ``action`` every ``every`` seconds while the block runs, and once more at its end.
+
+    The last call is made however the block ends (finished, failed or cancelled). A batched
+    writer flushes this way: what finished reaches the store within ``every`` seconds even when
+    nothing else finishes after it (a process killed outright loses no more than that).
+    """
+
+    async def tick() -> None:
+        while True:
+            await anyio.sleep(every)
+            action()
+
+    try:
+        async with anyio.create_task_group() as ticking:
+            ticking.start_soon(tick)
+            try:
+                yield
+            finally:
+                ticking.cancel_scope.cancel()
+    finally:
+        action()  # synchronous: it runs even in a cancelled scope

@@ -3,13 +3,15 @@
 :class:`Wiring` builds each agent's :class:`~coalmine.engine.call.Caller` with the run's
 response cache, the secret values to scrub and the cassettes to record to or replay from;
 :func:`secret_values` lists those values; :func:`describe_judge` says which judge a run uses;
-:func:`start_run_record` records a new run of any kind in the store.
+:func:`start_run_record` records a new run of any kind in the store; :func:`recording_run_agents`
+keeps its live command agents on record, so that its resume ends what a kill left running.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -18,13 +20,21 @@ from coalmine._util.git import read_git_state
 from coalmine._util.hashing import hash_bytes
 from coalmine.config import AgentConfig, Config
 from coalmine.engine.call import Caller
+from coalmine.providers.agent_groups import recording_agents
 from coalmine.providers.base import build_provider, default_retries
 from coalmine.providers.replay import Cassette, ReplayProvider
 from coalmine.results import JudgeInfo
 from coalmine.store.cache import ResponseCache
 from coalmine.store.runs import NewRun, Store
 
-__all__ = ["Wiring", "coalmine_version", "describe_judge", "secret_values", "start_run_record"]
+__all__ = [
+    "Wiring",
+    "coalmine_version",
+    "describe_judge",
+    "recording_run_agents",
+    "secret_values",
+    "start_run_record",
+]
 
 
 @dataclass(frozen=True)
@@ -122,3 +132,13 @@ def start_run_record(
             judge=judge,
         )
     )
+
+
+def recording_run_agents(store: Store | None, run_id: str | None) -> AbstractContextManager[None]:
+    """While a run runs, its live command agents on record (``.coalmine/agents/<run id>.live``).
+
+    Entering it ends what a killed process of the same run left running (a resume).
+    """
+    if store is None or run_id is None:
+        return nullcontext()
+    return recording_agents(store.path.parent / "agents" / f"{run_id}.live")

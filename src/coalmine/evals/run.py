@@ -3,8 +3,9 @@
 The engine keeps ``concurrency`` cases in flight (and each agent within its own limits) with
 one queue drawn by that many workers. A case is read from its suite file when a worker takes
 it, and its result goes to the store in batches the moment it is graded, so memory does not
-grow with the suite. When a run is interrupted the pending batch is committed and the run can
-be resumed: only the case runs it has no row for are run again. Each suite's summary is
+grow with the suite (a batch is committed on a timer too, so a process killed outright loses
+at most its last half second). When a run is interrupted the pending batch is committed and the
+run can be resumed: only the case runs it has no row for are run again. Each suite's summary is
 computed from the stored rows and written as ``coalmine.eval.result.v1`` JSON.
 
 A case run passes when every grader passes (or, with a ``threshold``, when the weighted score
@@ -29,7 +30,7 @@ from coalmine.config import AgentConfig, Price
 from coalmine.engine.call import Caller
 from coalmine.engine.costs import agent_usage
 from coalmine.engine.events import EvalEnd, EvalProgress, EvalStart, Hooks, LessonsRecalled, emit
-from coalmine.engine.execute import run_bounded
+from coalmine.engine.execute import periodically, run_bounded
 from coalmine.engine.grading import (
     grade_key,
     grade_with_reruns,
@@ -41,7 +42,13 @@ from coalmine.engine.grading import (
 )
 from coalmine.engine.policy import JudgeGate
 from coalmine.engine.verdict import EPSILON, composite_score
-from coalmine.engine.wiring import Wiring, describe_judge, secret_values, start_run_record
+from coalmine.engine.wiring import (
+    Wiring,
+    describe_judge,
+    recording_run_agents,
+    secret_values,
+    start_run_record,
+)
 from coalmine.errors import GradeError, ProviderError, UsageError
 from coalmine.evals.compat import CompatRunner, get_compat_kind
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
@@ -250,11 +257,13 @@ async def run_evals(
     )
     interrupted = False
     try:
-        cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
+        # what finished is kept within the writer's interval, and at the end whatever stopped it
+        with recording_run_agents(store, run_id):
+            async with periodically(writer.flush, every=writer.interval):
+                cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
         interrupted = cancelled or not exhausted
     finally:
         with anyio.CancelScope(shield=True):
-            writer.flush()  # what finished is kept, whatever stopped the run
             for runner in compat.values():
                 await runner.aclose()
             for c in {id(c): c for c in [*callers.values(), judge] if c}.values():

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from coalmine._util.estimate import MeanEstimate, reduce_repeats
+from coalmine._util.files import write_file
 from coalmine._util.hashing import hash_text
 from coalmine.engine.verdict import EPSILON
 from coalmine.engine.wiring import coalmine_version
@@ -125,11 +126,8 @@ def write_suite_result(
         unstable=summary.unstable,
         lessons=lessons,
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = result.model_dump_json(by_alias=True, indent=2) + "\n"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_file(path, text)
     save_suite_summary(store, run_id, suite.name, json.loads(text))
     save_case_verdicts(store, run_id, suite.name, summary.case_verdicts)
     return result, path

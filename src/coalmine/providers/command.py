@@ -3,8 +3,10 @@
 The argv list is run without a shell, in its own session (process group), with the config
 file's folder as working directory. The prompt is written to stdin as UTF-8 bytes, exactly,
 then stdin is closed. stdin, stdout and stderr are pumped concurrently, so a large prompt and a
-large answer cannot deadlock. On a non-zero exit, a crash, a timeout or a cancellation the whole
-process group is killed (helpers the agent started die with it).
+large answer cannot deadlock. The answer ends when the agent exits, even if a helper it started
+still holds stdout open; then, and on a crash, a timeout or a cancellation, the whole process
+group is killed (helpers the agent started die with it). Should coalmine itself be killed, the
+group is ended by the watchdog or by the run's resume (:mod:`coalmine.providers.agent_groups`).
 
 Trajectories: each call creates an empty file in a private temporary folder and passes its path
 in ``COALMINE_TRAJECTORY``. An agent may append JSON lines to it, e.g.
@@ -28,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,10 +40,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine.errors import ProviderError
 from coalmine.providers._promptfoo import call_context, call_options, exec_output, js_json
+from coalmine.providers.agent_groups import agent_groups
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput, ToolCall
 
 STDERR_TAIL_BYTES = 4096
+DRAIN_SECONDS = 0.2
+"""After the agent exits, how long its pipes are still read (its helpers may hold them open)."""
 TRAJECTORY_ENV = "COALMINE_TRAJECTORY"
 TRAJECTORY_WARNINGS = 10
 """Line warnings kept per trajectory; the rest are counted in one more warning."""
@@ -124,10 +130,12 @@ class CommandProvider:
             )
         except OSError as exc:
             raise self._error(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
+        groups = agent_groups()
         stdout = bytearray()
         stderr = bytearray()
         dropped = 0
         try:
+            groups.started(process.pid)  # so it dies with coalmine, however coalmine dies
 
             async def feed() -> None:
                 assert process.stdin is not None
@@ -152,14 +160,32 @@ class CommandProvider:
                     del stderr[:-STDERR_TAIL_BYTES]
 
             assert process.stdout is not None and process.stderr is not None
+            drained = [anyio.Event(), anyio.Event()]
+
+            async def drain(
+                pump: Callable[[ByteReceiveStream], Awaitable[None]],
+                stream: ByteReceiveStream,
+                done: anyio.Event,
+            ) -> None:
+                await pump(stream)
+                done.set()
+
             async with anyio.create_task_group() as tg:
                 tg.start_soon(feed)
-                tg.start_soon(drain_stdout, process.stdout)
-                tg.start_soon(drain_stderr, process.stderr)
-            returncode = await process.wait()
+                tg.start_soon(drain, drain_stdout, process.stdout, drained[0])
+                tg.start_soon(drain, drain_stderr, process.stderr, drained[1])
+                returncode = await process.wait()
+                # The answer ends when the agent exits: a helper it left holding stdout open
+                # must not turn the answer into a timeout. What is in the pipes is read (a
+                # short drain), then the reading stops; the group is killed below.
+                with anyio.move_on_after(DRAIN_SECONDS):
+                    for done in drained:
+                        await done.wait()
+                tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await _kill_group(process)
+            groups.ended(process.pid)
         tail = stderr.decode("utf-8", errors="replace").strip() or None
         if returncode != 0:
             raise self._error(_describe_exit(returncode), exit_code=returncode, stderr_tail=tail)

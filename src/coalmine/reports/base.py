@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from coalmine._util.files import write_file
 from coalmine._util.registry import Registry
 from coalmine.compare import Comparison
-from coalmine.errors import StoreError
 from coalmine.results import CanaryRun
 
 
@@ -61,10 +61,4 @@ def write_report(
     fmt: str, path: Path, run: CanaryRun, *, comparison: Comparison | None = None
 ) -> Path:
     """Render ``run`` with reporter ``fmt`` into ``path`` (folders are created)."""
-    text = registry.get(fmt).render(run, comparison=comparison)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise StoreError(f"cannot write the {fmt} report {path}: {exc.strerror}") from None
-    return path
+    return write_file(path, registry.get(fmt).render(run, comparison=comparison))

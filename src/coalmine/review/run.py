@@ -26,10 +26,11 @@ from typing import Any, Literal
 import anyio
 
 from coalmine._util.clock import Clock, SystemClock
+from coalmine._util.files import write_new_file
 from coalmine._util.hashing import hash_text
 from coalmine.config import AgentConfig, Config
 from coalmine.engine.call import Caller
-from coalmine.engine.execute import run_bounded
+from coalmine.engine.execute import periodically, run_bounded
 from coalmine.engine.grading import judge_fn_for
 from coalmine.engine.wiring import Wiring, coalmine_version, secret_values, start_run_record
 from coalmine.errors import CoalmineError, ConfigError, GradeError, ProviderError
@@ -267,9 +268,9 @@ async def run_review(
                 writer.add(_attempt(run, list(secrets)))
                 runs.append(run)
 
-            await run_bounded(items, work, jobs=jobs)
+            async with periodically(writer.flush, every=writer.interval):
+                await run_bounded(items, work, jobs=jobs)
     finally:
-        writer.flush()
         with anyio.CancelScope(shield=True):
             for caller in callers.values():
                 await caller.provider.aclose()
@@ -509,13 +510,7 @@ def write_note(
     config: Config,
 ) -> Path:
     """Write ``harness-<date>-eval-runs.md`` (``-2``, ``-3`` … on the same day)."""
-    folder.mkdir(parents=True, exist_ok=True)
     date = started.date().isoformat()
-    path = folder / f"harness-{date}-eval-runs.md"
-    n = 2
-    while path.exists():
-        path = folder / f"harness-{date}-eval-runs-{n}.md"
-        n += 1
     roles = "\n".join(
         f"- {name}: {role.agent} ({agents[role.agent].provider}) ← {', '.join(role.inputs)}"
         for name, role in pipeline.roles.items()
@@ -529,5 +524,8 @@ def write_note(
         f"Samples per eval: {samples}\n\n"
         f"{render_table(runs)}\n\n## Highlights\n\n{render_highlights(runs, regressions)}\n"
     )
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_new_file(
+        folder,
+        lambda n: f"harness-{date}-eval-runs{'' if n == 1 else f'-{n}'}.md",
+        lambda _: text,
+    )

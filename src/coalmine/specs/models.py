@@ -48,7 +48,7 @@ class CanarySpec(BaseModel):
     """Given to the agent byte for byte."""
     expected: Expected
     timeout_seconds: float | None = Field(None, gt=0)
-    """Agent timeout; defaults to ``defaults.timeout_seconds`` of the config."""
+    """Agent timeout, retries included; defaults to ``defaults.timeout_seconds`` of the config."""
     description: str | None = None
     """Free text for readers of the spec; never sent to the agent."""
     tags: list[str] = []

@@ -46,7 +46,8 @@ class SuiteMeta(BaseModel):
     min_score: float | None = Field(None, ge=0, le=1)
     """The suite passes when its score reaches this (default: when every case passes)."""
     timeout_seconds: float | None = Field(None, gt=0)
-    """How long the agent may take on one case (default: the config's ``timeout_seconds``)."""
+    """How long the agent may take on one case, retries included (default: the config's
+    ``timeout_seconds``)."""
     blocking: bool = True
     """False makes the whole suite advisory."""
     compat: Compat | None = None

@@ -1,10 +1,11 @@
 """Eval suite runs in the store: attempts written in batches, read back as a stream.
 
 A suite run makes one row per case and repeat (``eval_attempts``). A transaction per row would
-cost more than the rest of a case; the writer batches rows and commits every ``batch`` rows or
-``interval`` seconds, and ``flush`` commits what is pending (the engine calls it when a run
-ends, is interrupted or fails). A process killed outright loses at most one batch, which a
-resume runs again. Summaries are computed from the rows, streamed, so memory stays flat.
+cost more than the rest of a case; the writer batches rows and commits every ``batch`` rows,
+and ``flush`` commits what is pending: the engine calls it every ``interval`` seconds, on a
+timer (not only when the next case finishes), and when a run ends, is interrupted or fails. A
+process killed outright loses at most the rows of the last ``interval``, which a resume runs
+again. Summaries are computed from the rows, streamed, so memory stays flat.
 """
 
 from __future__ import annotations
