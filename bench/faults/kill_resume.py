@@ -135,6 +135,22 @@ def totals(root: Path, kind: str) -> dict[str, int]:
     return dict(rows)
 
 
+def has_runs(root: Path) -> bool:
+    db_file = root / ".coalmine" / "coalmine.db"
+    if not db_file.exists():
+        return False
+    db = sqlite3.connect(db_file)  # not read-only: a killed writer's WAL may need recovery
+    try:
+        count: int = db.execute("SELECT count(*) FROM runs").fetchone()[0]
+        return count > 0
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return False  # killed while the store was being made
+        raise
+    finally:
+        db.close()
+
+
 def result_files(root: Path) -> list[str]:
     """The canary result files and their sizes: one file, never a 0-byte stub."""
     folder = root / "bench" / "results"
@@ -146,10 +162,13 @@ def repeats(log: list[dict[str, object]], kills: list[float]) -> int:
     events = [(str(e["case"]), str(e["what"]), float(str(e["t"]))) for e in log]
     count = 0
     for killed_at in kills:
-        answered = {case for case, what, t in events if what == "done" and t < killed_at - 0.5}
-        count += sum(
-            1 for c, what, t in events if what == "start" and t > killed_at and c in answered
-        )
+        answered = {c: t for c, what, t in events if what == "done" and t < killed_at - 0.5}
+        for case in [c for c, what, t in events if what == "start" and t > killed_at]:
+            if case in answered:
+                print(
+                    f"  repeated {case}: answered {killed_at - answered[case]:.2f} s before a kill"
+                )
+                count += 1
     return count
 
 
@@ -184,9 +203,13 @@ def main() -> int:
                 break
             try:
                 proc.wait(timeout=rng.uniform(0.5, 8.0))
-                break  # finished before the kill
             except subprocess.TimeoutExpired:
                 pass
+            else:  # it ended before the kill: finished (0, 1), or a fault to show
+                if proc.returncode not in (0, 1):
+                    assert proc.stderr is not None
+                    print(f"exit {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+                break
             os.kill(proc.pid, signal.SIGKILL)
             kill_times.append(time.time())
             proc.wait()
@@ -195,7 +218,7 @@ def main() -> int:
             orphans += len(left)
             for pid in left:  # so that one kill's orphans do not count again at the next
                 os.kill(pid, signal.SIGKILL)
-            resume = ["--resume"]
+            resume = ["--resume"] if has_runs(killed) else []  # killed before the run began
         repeated = repeats(read_log(killed / "calls.log"), kill_times)
         kills = len(kill_times)
         want, got = totals(reference, args.kind), totals(killed, args.kind)
