@@ -30,10 +30,8 @@ from coalmine.cli.options import (
 )
 from coalmine.compare import compare_runs
 from coalmine.engine.events import Hooks
-from coalmine.engine.history import (
-    baseline_run,
-    require_project_config,
-)
+from coalmine.engine.history import require_project_config
+from coalmine.engine.pairs import load_baseline
 from coalmine.errors import ConfigError, UsageError
 from coalmine.reports.base import write_report
 from coalmine.reports.json import render_json
@@ -67,7 +65,11 @@ def canary() -> None:
     is_flag=True,
     help="List what would be called, with estimated tokens and cost; call nothing.",
 )
-@click.option("--baseline", help="Compare with this run afterwards: latest, a run id, or a file.")
+@click.option(
+    "--baseline",
+    help="Compare with this run afterwards: latest (the last finished canary run), a run id, "
+    "a label or a file.",
+)
 @click.option(
     "--report",
     "reports",
@@ -138,6 +140,10 @@ def run_command(
         except ConfigError as exc:
             exc.hint = "or pass --no-judge to skip llm-judge graders for this run"
             raise
+        base = None
+        if baseline is not None:  # a bad baseline stops the run before it calls any agent
+            planned = [c.loaded.id for c in plan.canaries]
+            base = load_baseline(store, baseline, kind="canary", cases=planned)
         use_cache = cache_explain or (plan.config.cache if cache is None else cache)
         with make_display(display) as hooks:
             hook_list: list[Hooks] = [hooks]
@@ -149,9 +155,7 @@ def run_command(
                 )
             )  # fmt: skip
         run = outcome.run
-        comparison = None
-        if baseline is not None:
-            comparison = compare_runs(baseline_run(store, baseline, current=run.store_run_id), run)
+        comparison = compare_runs(base, run) if base is not None else None
     finally:
         store.close()
     if fmt == "json":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -22,6 +23,7 @@ from coalmine.results import (
     case_verdict,
 )
 from coalmine.store.evals import Attempt, iter_attempts, run_suites, suite_results, tally_attempts
+from coalmine.store.imports import ImportedRun, import_run
 from coalmine.store.runs import RunInfo, Store
 
 
@@ -184,6 +186,31 @@ def case_of_attempts(suite: str, runs: list[Attempt]) -> CaseResult:
     )
 
 
+class FileImport(NamedTuple):
+    """What became of one result file given to :func:`import_result_files`."""
+
+    path: Path
+    run: ImportedRun | None
+    """The stored run the file is; ``None`` when it was refused."""
+    error: str | None = None
+
+
+def import_result_files(store: Store, paths: Iterable[Path], *, root: Path) -> list[FileImport]:
+    """Import each canary result file once (see :mod:`coalmine.store.imports`).
+
+    A file that cannot be read, or that holds a stored run with other content, is refused with
+    the reason; the files after it are still imported.
+    """
+    out = []
+    for path in paths:
+        try:
+            run = read_result_file(path)
+            out.append(FileImport(path, import_run(store, run, root=str(root), source=str(path))))
+        except UsageError as exc:
+            out.append(FileImport(path, None, str(exc)))
+    return out
+
+
 def read_result_file(path: Path) -> CanaryRun:
     """Parse a ``canary-run-*.json`` file.
 
@@ -195,16 +222,6 @@ def read_result_file(path: Path) -> CanaryRun:
     except (OSError, ValidationError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UsageError(f"{path} is not a readable canary result file: {first}") from None
-
-
-def baseline_run(store: Store, ref: str, *, current: str | None) -> CanaryRun:
-    """The baseline of a comparison: ``latest`` is the newest finished run before ``current``."""
-    if ref != "latest":
-        return load_run(store, ref)
-    for info in store.list_runs(kind="canary", limit=50):
-        if info.id != current and info.status == "finished":
-            return store.load_run(info.id)
-    raise UsageError("there is no earlier finished run to compare with")
 
 
 def resumable_run(store: Store, ref: str, *, kind: str = "canary") -> RunInfo:

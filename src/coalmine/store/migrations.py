@@ -370,3 +370,10 @@ def _eval_attempts_browse(conn: sqlite3.Connection) -> None:
             WHERE json_extract(g.value, '$.passed') = 0
         """,
     )
+
+
+@migration("m010_run_starts_and_lesson_keys")
+def _run_starts_and_lesson_keys(conn: sqlite3.Connection) -> None:
+    # `latest`, `previous`, baselines and the runs list order runs by their start (an old run
+    # imported today is not the latest); the id breaks ties.
+    conn.execute("CREATE INDEX runs_by_start ON runs (kind, started_at, id)")
