@@ -263,3 +263,15 @@ def test_a_canary_baseline_with_no_case_in_common_stops_before_any_call(
     code, out = cli(root, "canary", "run", "--display", "none", "--baseline", str(other))
     assert code == 2 and "no case in common" in out
     assert stored_runs(root) == []  # nothing ran
+
+
+def test_an_imported_interrupted_run_is_not_resumed(tmp_path: Path) -> None:
+    root = canary_project(tmp_path / "proj", ["qa-000-x", "qa-001-x"])
+    cut = result_file(tmp_path / "canary-run-2026-04-13.json", ["PASS"], interrupted=True)
+    assert cli(root, "runs", "import", str(cut))[0] == 0
+    [(imported, _, _)] = stored_runs(root)
+    code, out = cli(root, "canary", "run", "--resume", "--display", "none")
+    assert code == 2 and "no unfinished canary run" in out
+    code, out = cli(root, "canary", "run", "--resume", imported, "--display", "none")
+    assert code == 2 and "imported" in out
+    assert len(stored_runs(root)) == 1

@@ -228,7 +228,7 @@ def resumable_run(store: Store, ref: str, *, kind: str = "canary") -> RunInfo:
     """The run to resume: ``latest`` is the newest unfinished run of ``kind``.
 
     Raises:
-        UsageError: there is none, or ``ref`` names a finished run.
+        UsageError: there is none, or ``ref`` names a finished or an imported run.
     """
     if ref == "latest":
         info = store.find_unfinished(kind)
@@ -238,6 +238,8 @@ def resumable_run(store: Store, ref: str, *, kind: str = "canary") -> RunInfo:
     info = store.get_run(ref, kind=kind)
     if info.status == "finished":
         raise UsageError(f"run {info.id} already finished; there is nothing to resume")
+    if info.options.get("imported"):
+        raise UsageError(f"run {info.id} was imported from a result file: it ran elsewhere")
     return info
 
 

@@ -300,9 +300,13 @@ class Store:
         return [_run_info(r) for r in rows]
 
     def find_unfinished(self, kind: str) -> RunInfo | None:
-        """The run of ``kind`` that started last and did not finish (interrupted or killed)."""
+        """The run of ``kind`` recorded here that started last and did not finish.
+
+        An interrupted run imported from a result file is left out: it ran elsewhere.
+        """
         row = self.conn.execute(
             "SELECT *, 0 AS cases FROM runs WHERE kind = ? AND status != 'finished'"
+            " AND json_extract(options, '$.imported') IS NULL"
             f" ORDER BY {NEWEST_FIRST} LIMIT 1",
             (kind,),
         ).fetchone()
