@@ -378,3 +378,23 @@ def test_a_watch_entry_is_a_kind_only_when_it_names_one(tmp_path: Path) -> None:
     (tmp_path / "flake.nix").write_text("{ }\n")  # the nix signal's evidence
     fired = {s.text: s.changed for s in harness_status(tmp_path, None).suggestions}
     assert fired == {"justfile changed": ("justfile",), "nix changed": ("flake.nix",)}
+
+
+def test_a_flaky_gate_keeps_one_lesson_and_a_gate_that_cannot_run_makes_none(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "gates").mkdir()
+    # exits with the code in ./code (0 when there is none)
+    (tmp_path / "gates" / "check.sh").write_text('exit "$(cat code 2>/dev/null || echo 0)"\n')
+    write_gates(tmp_path, [{"id": "check", "command": "bash gates/check.sh", "blocks": True}])
+    for code in ("0", "1", "0", "1", "0", "2", "0", "127", "0", "1"):
+        (tmp_path / "code").write_text(code)
+        invoke(tmp_path, "gates", "run")
+    store = open_store(tmp_path)
+    try:
+        [lesson] = list_lessons(store)
+    finally:
+        store.close()
+    assert lesson.count == 3  # the three times it went from passing to exit 1
+    assert lesson.text.endswith(" and now exits 1 (bash gates/check.sh).")
+    assert lesson.last_run is not None and lesson.last_run == lesson.evidence[0]
