@@ -13,10 +13,17 @@ import click
 
 from coalmine._util.words import counted
 from coalmine.canary.estimate import DryRun, cost_limit_warning, estimate
-from coalmine.canary.plan import CanaryPlan, plan_canaries, require_judge, run_to_resume
+from coalmine.canary.plan import (
+    CanaryPlan,
+    block_as_gate,
+    plan_canaries,
+    require_judge,
+    run_to_resume,
+)
 from coalmine.canary.run import CanaryOutcome, run_canaries
 from coalmine.cli.display import DisplayType, echo_markdown, make_display
 from coalmine.cli.options import (
+    blocking_gate_option,
     cache_option,
     display_option,
     judge_reruns_option,
@@ -88,6 +95,7 @@ def canary() -> None:
 )
 @display_option
 @judge_reruns_option
+@blocking_gate_option
 def run_command(
     selectors: tuple[str, ...],
     root: Path,
@@ -106,6 +114,7 @@ def run_command(
     fmt: str,
     display: DisplayType,
     judge_reruns: int,
+    blocking_gate: str | None,
 ) -> int:
     """Run the canaries under bench/canaries/ (or only SELECTORS, e.g. qa-001).
 
@@ -133,6 +142,8 @@ def run_command(
             resume_id, selectors = info.id, tuple(info.selectors)
             no_judge = no_judge or bool(info.options.get("no_judge"))
         plan = plan_canaries(root, selectors=selectors, config=config)
+        for note in block_as_gate(plan, blocking_gate) if blocking_gate else []:
+            click.echo(f"note: {note}", err=True)
         if max_cost is not None and (unpriced := cost_limit_warning(plan, no_judge=no_judge)):
             click.echo(f"warning: {unpriced}", err=True)
         try:

@@ -16,6 +16,14 @@ usage or config (a cassette without an answer, a key not set), 3 interrupted, 12
 command that cannot start, above 128 killed by a signal; they make no lesson. A timeout does."""
 
 
+def command_words(command: str) -> list[str]:
+    """The words of a shell command line (none when it does not split: bash will say why)."""
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
+
+
 def retain_gate_regression(
     store: Store, now: GateRun, previous: GateRun | None, *, command: str, root: Path
 ) -> int | None:
@@ -39,6 +47,6 @@ def retain_gate_regression(
         f" {how} ({command}).",
         run=f"gate:{now.gate}@{now.started_ms}",
         tags=[now.gate, now.kit, "gate"],
-        paths=[w for w in shlex.split(command) if (root / w).is_file()],
+        paths=[w for w in command_words(command) if (root / w).is_file()],
         evidence=[f"gate:{now.gate}@{now.started_ms}"],
     )
