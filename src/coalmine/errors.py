@@ -29,6 +29,7 @@ __all__ = [
     "CoalmineError",
     "ConfigError",
     "GradeError",
+    "INFRASTRUCTURE_FAILURES",
     "Interrupted",
     "PluginError",
     "ProviderError",
@@ -94,6 +95,13 @@ FailureKind = Literal[
     "timeout", "rate_limited", "http_error", "connection", "crash", "bad_output", "config"
 ]
 """What kind of failure an agent call met (recorded on the case, counted per run)."""
+
+INFRASTRUCTURE_FAILURES: frozenset[str] = frozenset(
+    {"config", "connection", "rate_limited", "http_error"}
+)
+"""Failures of what surrounds the agent, not of the agent: a cassette without the answer, a key
+not set, an agent that cannot start (``config``), a refused connection, a rate limit, a server's
+error. A case that fails so is no regression of the agent."""
 
 _RETRYABLE: dict[str, bool] = {
     "timeout": True,

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.helpers.cli import run_main
 from tests.helpers.processes import wait_gone
 from tests.helpers.project import Project
 
@@ -339,3 +340,20 @@ def test_the_results_are_drawn_on_a_terminal_and_markdown_in_a_pipe(project: Pro
     assert "**Summary:**" in piped.stdout  # a pipe gets the markdown itself
     raw = _on_a_terminal([*args, "--format", "markdown"])
     assert "**Summary:**" in raw
+
+
+def test_a_blocking_gate_makes_an_advisory_canary_block(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.config({"agents": {"QA Coordinator": {"provider": "echo"}}})
+    raw = (
+        "id: qa-001-soft\nphase: qa\ntitle: Soft\nprompt: nothing here\nblocking: false\n"
+        "expected:\n  graders:\n    - {type: keyword, config: {required: [injection]}}\n"
+    )
+    project.canary("qa-001-soft", raw=raw)
+    args = ("canary", "run", "--root", str(project.root), "--display", "none")
+    assert run_main(*args)[0] == 0  # advisory on its own
+    monkeypatch.setenv("COALMINE_BLOCKING_GATE", "canaries")  # as `gates run` sets it
+    code, out = run_main(*args)
+    assert code == 1
+    assert "canary qa-001-soft says blocking: false, but the blocking gate canaries runs it" in out

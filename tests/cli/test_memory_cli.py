@@ -7,6 +7,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from coalmine.cli.main import cli, main
+from coalmine.store.memory import LessonKey, record_lesson
+from coalmine.store.runs import Store
+from tests.helpers.cli import run_main
 
 
 def memory(root: Path, *args: str) -> str:
@@ -45,3 +48,17 @@ def test_bad_kind_unknown_id_and_fts_syntax(tmp_path: Path) -> None:
     assert main(["memory", "feedback", "7", "positive", "--root", str(tmp_path)]) == 2
     assert "no lesson matches" in memory(tmp_path, "recall", 'a AND (NOT "b')
     assert "no lessons yet" in memory(tmp_path, "list")
+
+
+def test_list_shows_how_often_a_lesson_was_caught(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / ".coalmine" / "coalmine.db")
+    try:
+        key = LessonKey("caught-regression", "triage", "login", "contains")
+        for run in ("R1", "R2", "R3"):
+            record_lesson(store, key, f"login regressed in {run}", run=run)
+    finally:
+        store.close()
+    code, out = run_main("memory", "list", "--root", str(tmp_path))
+    assert code == 0
+    assert "login regressed in R3  (caught 3 times, last in R3)" in out
+    assert out.count("caught-regression") == 1

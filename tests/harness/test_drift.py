@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from coalmine._util.hashing import hash_text
 from coalmine.engine.history import open_store
 from coalmine.harness.drift import harness_status, plan_update
@@ -157,6 +159,38 @@ def test_update_replaces_an_unedited_file(tmp_path: Path) -> None:
     assert code == 0, out
     assert first_line(root, SUITE_YAML) == line
     assert not states(root) and plan_update(root).empty
+
+
+def test_update_restores_a_missing_owned_file(tmp_path: Path) -> None:
+    root = adopted_repo(tmp_path)
+    gate = root / "gates" / "agent-red-team.sh"
+    kept = gate.read_text(encoding="utf-8")
+    gate.unlink()
+    (root / SUITE_YAML).unlink()
+    assert states(root) == {"gates/agent-red-team.sh": "missing", SUITE_YAML: "missing"}
+    code, out = invoke(root, "gates", "run", "agent-red-team")
+    assert code == 1 and "exit 127" in out
+    assert "gates/agent-red-team.sh is missing: it is owned by kit agent-runtime" in out
+    code, out = invoke(root, "kits", "update", "--no-diff")  # a dry run says what it restores
+    assert code == 0 and "up to date" not in out
+    assert "gates/agent-red-team.sh" in out and "restored" in out
+    code, out = invoke(root, "kits", "update", "--apply", "--no-diff")
+    assert code == 0, out
+    assert gate.read_text(encoding="utf-8") == kept and os.access(gate, os.X_OK)
+    assert (root / SUITE_YAML).is_file()
+    assert not states(root) and plan_update(root).empty
+    assert invoke(root, "kits", "status", "--check")[0] == 0
+
+
+def test_update_leaves_a_folder_where_an_owned_file_was(tmp_path: Path) -> None:
+    root = adopted_repo(tmp_path)
+    (root / SUITE_YAML).unlink()
+    (root / SUITE_YAML).mkdir()
+    [change] = [c for c in plan_update(root).changes if c.path == SUITE_YAML]
+    assert not change.writes and "not a text file" in change.note
+    code, out = invoke(root, "kits", "update", "--apply", "--no-diff")
+    assert code == 0 and "Traceback" not in out
+    assert (root / SUITE_YAML).is_dir()
 
 
 def test_update_merges_the_kit_change_with_your_edit(tmp_path: Path) -> None:
@@ -378,3 +412,52 @@ def test_a_watch_entry_is_a_kind_only_when_it_names_one(tmp_path: Path) -> None:
     (tmp_path / "flake.nix").write_text("{ }\n")  # the nix signal's evidence
     fired = {s.text: s.changed for s in harness_status(tmp_path, None).suggestions}
     assert fired == {"justfile changed": ("justfile",), "nix changed": ("flake.nix",)}
+
+
+def test_a_flaky_gate_keeps_one_lesson_and_a_gate_that_cannot_run_makes_none(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "gates").mkdir()
+    # exits with the code in ./code (0 when there is none)
+    (tmp_path / "gates" / "check.sh").write_text('exit "$(cat code 2>/dev/null || echo 0)"\n')
+    write_gates(tmp_path, [{"id": "check", "command": "bash gates/check.sh", "blocks": True}])
+    for code in ("0", "1", "0", "1", "0", "2", "0", "127", "0", "1"):
+        (tmp_path / "code").write_text(code)
+        invoke(tmp_path, "gates", "run")
+    store = open_store(tmp_path)
+    try:
+        [lesson] = list_lessons(store)
+    finally:
+        store.close()
+    assert lesson.count == 3  # the three times it went from passing to exit 1
+    assert lesson.text.endswith(" and now exits 1 (bash gates/check.sh).")
+    assert lesson.last_run is not None and lesson.last_run == lesson.evidence[0]
+
+
+@pytest.mark.slow  # three coalmine processes
+def test_a_blocking_gate_blocks_on_a_suite_that_says_blocking_false(tmp_path: Path) -> None:
+    (tmp_path / "coalmine.yaml").write_text("agents:\n  echo: {provider: echo}\n")
+    evals = tmp_path / "harness" / "evals"
+    evals.mkdir(parents=True)
+    case = {
+        "id": "a",
+        "prompt": "hello",
+        "graders": [{"type": "contains", "config": {"value": "bye"}}],
+    }
+    (evals / "soft.jsonl").write_text(json.dumps(case) + "\n")
+    (evals / "soft.yaml").write_text("agent: echo\nblocking: false\n")
+    command = "coalmine eval run soft --display plain"
+    write_gates(
+        tmp_path,
+        [
+            {"id": "evals", "command": command, "blocks": True},
+            {"id": "evals-advice", "command": command, "blocks": False},
+        ],
+    )
+    code, out = invoke(tmp_path, "gates", "run", "evals")
+    assert code == 1, out  # every case fails, and the manifest calls the gate blocking
+    assert "suite soft says blocking: false, but the blocking gate evals runs it" in out
+    code, out = invoke(tmp_path, "gates", "run", "evals-advice")
+    assert code == 0, out  # an advisory gate: the suite's own setting stands
+    assert "says blocking: false" not in out
+    assert run_main("eval", "run", "soft", "--root", str(tmp_path), "--display", "none")[0] == 0

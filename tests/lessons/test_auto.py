@@ -151,23 +151,19 @@ def test_a_blocking_suite_keeps_one_caught_regression_per_run(repo: Repo) -> Non
     second = repo.run()
     [r] = second.suites
     assert (r.passed, r.failed, r.errored) == (1, 5, 1)
-    [lesson] = repo.lessons()
-    assert lesson.kind == "caught-regression"
+    lesson, other = repo.lessons()  # one per case
+    assert lesson.kind == other.kind == "caught-regression"
     assert lesson.text == (
-        f"Suite 'triage' caught a regression: cases login-reset, slow-checkout passed in run "
-        f"{first.run_id} and fail in run {second.run_id} "
-        "(login-reset: contains failed: missing 'ok')"
+        f"Suite 'triage' caught a regression: case login-reset passed in run "
+        f"{first.run_id} and fails in run {second.run_id} (contains failed: missing 'ok')"
     )
+    assert other.text.startswith("Suite 'triage' caught a regression: case slow-checkout ")
     assert lesson.tags == ("triage", "eval")
     assert lesson.paths == ("harness/evals/triage.jsonl", "harness/evals/triage.yaml")
-    assert lesson.evidence == (
-        second.run_id,
-        first.run_id,
-        "triage/login-reset",
-        "triage/slow-checkout",
-    )
+    assert lesson.evidence == (second.run_id, first.run_id, "triage/login-reset")
+    assert (lesson.count, lesson.last_run) == (1, second.run_id)
 
-    # a run killed after it retained, then resumed: the same lesson, not a second one
+    # a run killed after it retained, then resumed: the same lessons, counted once
     store = repo.store()
     try:
         store.reopen_run(second.run_id)
@@ -175,12 +171,12 @@ def test_a_blocking_suite_keeps_one_caught_regression_per_run(repo: Repo) -> Non
         store.close()
     resumed = repo.run(resume=second.run_id)
     assert resumed.run_id == second.run_id
-    assert [x.id for x in repo.lessons()] == [lesson.id]
+    assert [(x.id, x.count) for x in repo.lessons()] == [(lesson.id, 1), (other.id, 1)]
 
     # run 3 fails the same cases: its baseline (run 2) failed them too, so nothing is caught
     third = repo.run()
     assert third.exit_code == 1
-    assert [x.id for x in repo.lessons()] == [lesson.id]
+    assert [(x.id, x.count) for x in repo.lessons()] == [(lesson.id, 1), (other.id, 1)]
 
 
 def test_one_case_reads_in_the_singular(repo: Repo) -> None:
@@ -213,6 +209,97 @@ def test_the_baseline_is_the_last_finished_run_of_the_same_suite(repo: Repo) -> 
     second = repo.run("triage")
     [lesson] = repo.lessons()
     assert lesson.evidence == (second.run_id, base.run_id, "triage/login-reset")
+
+
+def test_a_flaky_case_keeps_one_lesson_counted_and_its_last_run(repo: Repo) -> None:
+    repo.suite("triage", [ok("login-reset"), ok("stable")], {})
+    runs = []
+    for flip in range(6):  # pass, fail, pass, fail, pass, fail
+        repo.break_cases(*(["login-reset"] if flip % 2 else []))
+        runs.append(repo.run().run_id)
+    [lesson] = repo.lessons()
+    assert (lesson.count, lesson.last_run) == (3, runs[-1])
+    assert lesson.text == (
+        f"Suite 'triage' caught a regression: case login-reset passed in run {runs[-2]} "
+        f"and fails in run {runs[-1]} (contains failed: missing 'ok')"
+    )
+    assert lesson.evidence == (runs[-1], runs[-2], "triage/login-reset")
+    # another case is another lesson; the flaky one counts once more
+    repo.break_cases()
+    repo.run()
+    repo.break_cases("login-reset", "stable")
+    last = repo.run().run_id
+    flaky, other = repo.lessons()
+    assert (flaky.id, flaky.count, flaky.last_run) == (lesson.id, 4, last)
+    assert (other.count, other.evidence[2]) == (1, "triage/stable")
+
+
+def test_a_case_failing_for_another_cause_is_another_lesson(repo: Repo) -> None:
+    other = {"type": "contains", "name": "polite", "config": {"value": "please"}}
+    repo.suite("triage", [{**ok("login-reset", other), "prompt": "ok then, please"}], {})
+    repo.run()
+    repo.break_cases("login-reset")  # "nope then": both graders fail
+    repo.run()
+    (root := repo.root / "harness" / "evals" / "triage.jsonl").write_text(
+        json.dumps({**ok("login-reset", other), "prompt": "ok then"}) + "\n"
+    )
+    repo.break_cases()
+    repo.run()  # fails on "polite" alone: passed before? no: nothing new
+    assert len(repo.lessons()) == 1
+    root.write_text(json.dumps({**ok("login-reset", other), "prompt": "ok then, please"}) + "\n")
+    repo.run()  # passes again
+    root.write_text(json.dumps({**ok("login-reset", other), "prompt": "ok then"}) + "\n")
+    repo.run()  # regresses on "polite" alone: another cause
+    both, polite = repo.lessons()
+    assert "contains failed" in both.text and "polite failed" in both.text
+    assert "contains failed" not in polite.text and polite.count == 1
+
+
+PROVIDER_ERRORS = {
+    "a cassette miss": ({}, "replay"),
+    "a missing key": (
+        {"provider": "openai", "model": "m", "api_key_env": "COALMINE_TEST_UNSET_KEY"},
+        None,
+    ),
+    "a refused connection": (
+        {
+            "provider": "openai",
+            "model": "m",
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key_env": "COALMINE_TEST_KEY",
+            "retries": 0,
+        },
+        None,
+    ),  # fmt: skip
+    "an agent that cannot start": ({"provider": "command", "argv": ["/nonexistent/agent"]}, None),
+}
+
+
+@pytest.mark.parametrize("cause", list(PROVIDER_ERRORS))
+def test_an_infrastructure_error_is_no_regression(
+    repo: Repo, cause: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("COALMINE_TEST_KEY", "sk-test")
+    monkeypatch.delenv("COALMINE_TEST_UNSET_KEY", raising=False)
+    canary(repo, "qa-001-login")
+    repo.suite("triage", [ok("login-reset")], {})
+    assert repo.run().exit_code == 0
+    run_canary_plan(repo)
+    settings, how = PROVIDER_ERRORS[cause]
+    options: dict[str, Any] = {}
+    if how == "replay":
+        cassette = tmp_path / "empty.jsonl"
+        cassette.write_text("")
+        options["replay"] = cassette
+    else:
+        config = yaml.safe_load((repo.root / "coalmine.yaml").read_text())
+        config["agents"]["Bot"] = settings
+        (repo.root / "coalmine.yaml").write_text(yaml.safe_dump(config))
+    failed = repo.run(**options)
+    assert failed.exit_code == 1 and failed.suites[0].failed == 1
+    again = run_canary_plan(repo, replay=options.get("replay"))
+    assert [r.reason for r in again.results] == ["agent_error"]
+    assert repo.lessons() == []
 
 
 # -- recall before a run ------------------------------------------------------------------------
@@ -300,11 +387,14 @@ def canary(repo: Repo, spec_id: str) -> None:
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
 
 
-def run_canary_plan(repo: Repo, hooks: list[Hooks] | None = None) -> CanaryRun:
+def run_canary_plan(
+    repo: Repo, hooks: list[Hooks] | None = None, replay: Path | None = None
+) -> CanaryRun:
     store = repo.store()
     try:
         plan = plan_canaries(repo.root)
-        outcome = anyio.run(partial(run_canaries, plan, store=store, hooks=hooks or []))
+        run = partial(run_canaries, plan, store=store, hooks=hooks or [], replay=replay)
+        outcome = anyio.run(run)
     finally:
         store.close()
     return outcome.run

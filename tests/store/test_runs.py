@@ -23,6 +23,8 @@ from coalmine.results import (
     RunTotals,
     Verdict,
 )
+from coalmine.store.evals import prior_runs
+from coalmine.store.imports import import_run
 from coalmine.store.runs import CaseExtras, JudgeCall, NewRun, Store
 
 ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
@@ -474,9 +476,11 @@ def test_import_run_keeps_results_label_and_summary(store: Store) -> None:
         judge=JUDGE,
         coalmine_version="0.0.9",
     )
-    run_id = store.import_run(original, root="/repo")
+    run_id = import_run(store, original, root="/repo", source="x.json").run_id
     info = store.get_run("canary-run-2026-04-13")
-    assert (info.id, info.status, info.options) == (run_id, "finished", {"imported": True})
+    assert (info.id, info.status, info.options["imported"]) == (run_id, "finished", True)
+    assert info.options["source"] == "x.json"
+    assert info.options["origin"] == "canary-run-2026-04-13@2026-04-13T07:30:00Z"
     back = store.load_run(run_id)
     assert back.model_dump(exclude={"store_run_id"}) == original.model_dump(
         exclude={"store_run_id"}
@@ -492,7 +496,7 @@ def test_import_run_keeps_the_run_duration(store: Store) -> None:
         results=[case("a")],
         duration_seconds=42.5,
     )
-    back = store.load_run(store.import_run(original, root="/repo"))
+    back = store.load_run(import_run(store, original, root="/repo", source="x.json").run_id)
     assert back.duration_seconds == 42.5  # reports re-rendered from the store show it
 
 
@@ -504,7 +508,7 @@ def test_an_interrupted_run_imports_as_interrupted(store: Store) -> None:
         results=[case("a")],
         interrupted=True,
     )
-    run_id = store.import_run(original, root="/repo")
+    run_id = import_run(store, original, root="/repo", source="x.json").run_id
     assert store.get_run(run_id).status == "interrupted"
     assert store.load_run(run_id).interrupted is True
 
@@ -538,3 +542,38 @@ def test_deleting_a_run_deletes_its_cases_grades_and_judge_calls(store: Store) -
     for table in ("case_results", "grades", "judge_verdicts", "invalid_specs"):
         assert rows(store, f"SELECT DISTINCT run_id FROM {table}") == [(keep,)], table
     assert rows(store, "SELECT COUNT(*) FROM grades") == [(3,)]
+
+
+def test_latest_previous_and_the_list_follow_the_start_not_the_insertion(store: Store) -> None:
+    done: dict[str, Any] = {"status": "finished", "ended_at": START, "summary": totals()}
+    late = store.start_run(new_run(started_at=START + timedelta(days=2)))
+    early = store.start_run(new_run(started_at=START))  # inserted later, started earlier
+    middle = store.start_run(new_run(started_at=START + timedelta(days=1), kind="eval"))
+    for run_id in (late, early, middle):
+        store.finish_run(run_id, invalid=[], **done)
+    assert [r.id for r in store.list_runs()] == [late, middle, early]
+    assert store.get_run("latest").id == late
+    assert store.get_run("latest", kind="eval").id == middle
+    latest = store.get_run("latest")
+    found = store.find_latest(kind="canary", before=(latest.started_at, latest.id))
+    assert found is not None and found.id == early
+    assert prior_runs(store, "canary", late) == [early]
+    assert prior_runs(store, "canary", early) == []
+
+
+def test_importing_one_run_twice_stores_it_once(store: Store) -> None:
+    run = CanaryRun(
+        run_id="canary-run-2026-04-13",
+        timestamp="2026-04-13T07:30:00Z",
+        summary=RunTotals(total=1, passed=1, failed=0, composite_score=1.0),
+        results=[case("a")],
+    )
+    first = import_run(store, run, root="/repo", source="a.json")
+    again = import_run(store, run, root="/repo", source="b.json")
+    assert first.new and not again.new
+    assert (again.run_id, again.source) == (first.run_id, "a.json")
+    assert len(store.list_runs()) == 1
+    other = run.model_copy(update={"results": [case("a", "FAIL", 0.2)]})
+    with pytest.raises(UsageError, match=r"c\.json is run canary-run-2026-04-13.*a: FAIL 0\.20"):
+        import_run(store, other, root="/repo", source="c.json")
+    assert len(store.list_runs()) == 1

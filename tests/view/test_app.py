@@ -296,3 +296,36 @@ def test_only_a_recent_running_run_keeps_the_runs_page_live() -> None:
     now = datetime.now(UTC)
     assert _recent((now - timedelta(hours=1)).isoformat())
     assert not _recent((now - timedelta(hours=7)).isoformat())  # killed long ago: still "running"
+
+
+def test_compare_resolves_latest_by_kind_and_refuses_two_kinds(tmp_path: Path) -> None:
+    root = tmp_path / "mixed"
+    write_suite(root, lines())
+    run_main("eval", "run", "--root", str(root), "--display", "none")
+    for day, verdict in (("13", "PASS"), ("14", "FAIL")):
+        result = {"id": "qa-001-x", "phase": "qa", "title": "t", "agent": "QA",
+                  "verdict": verdict, "composite_score": 1.0 if verdict == "PASS" else 0.0,
+                  "duration_seconds": 1.0}  # fmt: skip
+        data = {"run_id": f"canary-run-2026-04-{day}", "timestamp": f"2026-04-{day}T07:30:00Z",
+                "summary": {"total": 1, "passed": int(verdict == "PASS"),
+                            "failed": int(verdict != "PASS"), "composite_score": 0.0},
+                "results": [result]}  # fmt: skip
+        path = tmp_path / f"canary-run-2026-04-{day}.json"
+        path.write_text(json.dumps(data))
+        assert run_main("runs", "import", str(path), "--root", str(root))[0] == 0
+    store = Store.open(root / ".coalmine" / "coalmine.db")
+    try:
+        [eval_run] = [r.id for r in store.list_runs(kind="eval")]
+    finally:
+        store.close()
+    with serving(root / ".coalmine" / "coalmine.db", root) as url:
+        # latest is the newest canary run, not the eval run that started after it
+        code, page, _ = _send(
+            urllib.request.Request(f"{url}/compare?base=canary-run-2026-04-13&new=latest")
+        )
+        assert code == 200, page
+        assert '<section class="change" data-case="qa-001-x" data-change="regression">' in page
+        code, page, _ = _send(
+            urllib.request.Request(f"{url}/compare?base={eval_run}&new=canary-run-2026-04-14")
+        )
+        assert code == 400 and "compare two runs of one kind" in page

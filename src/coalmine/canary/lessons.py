@@ -6,10 +6,10 @@ from pathlib import Path
 
 from coalmine.canary.plan import CanaryPlan
 from coalmine.compare import compare_runs
-from coalmine.lessons.recall import EVIDENCE_CASES, listed, plural, recall_lessons, relative, short
+from coalmine.lessons.recall import infrastructure, recall_lessons, relative, short
 from coalmine.results import CanaryRun, CaseResult, RecalledLesson
 from coalmine.store.evals import prior_runs
-from coalmine.store.memory import ensure_lesson, mark_stale
+from coalmine.store.memory import LessonKey, mark_stale, record_lesson
 from coalmine.store.runs import Store
 
 
@@ -17,44 +17,50 @@ def _why(result: CaseResult) -> str:
     return "; ".join(result.failures) or result.error or result.reason or "failed"
 
 
-def retain_canary_regression(store: Store, run: CanaryRun, *, root: Path) -> int | None:
-    """Retain what a finished canary run caught against the previous one; the lesson's id.
+def _cause(result: CaseResult) -> str:
+    """The graders that failed, ``agent: KIND`` for an agent error, else ``composite``."""
+    if result.error_kind:
+        return f"agent: {result.error_kind}"
+    failed = sorted(k for k, g in result.grader_scores.items() if g.passed is False)
+    return ", ".join(failed) or "composite"
 
-    The baseline is the newest earlier finished canary run; a caught regression is a spec that
-    passed there and fails now, blocking (an ERROR or an advisory FAIL is not one).
+
+def retain_canary_regression(store: Store, run: CanaryRun, *, root: Path) -> list[int]:
+    """Retain what a finished canary run caught against the previous one; the lessons' ids.
+
+    The baseline is the finished canary run that started last before this one; a caught
+    regression is a spec that passed there and fails now, blocking (an ERROR, an advisory FAIL
+    or an agent call that failed around the agent is not one). One lesson per spec and cause
+    (see :func:`record_lesson`): a flaky spec keeps one, counted each time it is caught.
     """
     run_id = run.store_run_id
     if run_id is None or run.interrupted:
-        return None
+        return []
     base_id = next(iter(prior_runs(store, "canary", run_id)), None)
     if base_id is None:
-        return None
+        return []
     results = {r.id: r for r in run.results}
     changes = compare_runs(store.load_run(base_id), run).regressions
     regressed = [
-        c.case_id for c in changes if c.new_verdict == "FAIL" and not results[c.case_id].advisory
+        results[c.case_id]
+        for c in changes
+        if c.new_verdict == "FAIL"
+        and not results[c.case_id].advisory
+        and not infrastructure(results[c.case_id].error_kind)
     ]
-    if not regressed:
-        return None
-    first = results[regressed[0]]
-    why = short(_why(first))
-    text = (
-        f"Canaries caught a regression: {plural(regressed, 'spec', 'specs')} "
-        f"{listed(regressed)} passed in run {base_id} and "
-        f"{plural(regressed, 'fails', 'fail')} in run {run_id} "
-        f"({why if len(regressed) == 1 else f'{first.id}: {why}'})"
-    )
-    spec_paths = [results[c].spec_path for c in regressed]
-    paths = dict.fromkeys(rel for p in spec_paths if p and (rel := relative(Path(p), root)))
-    phases = sorted({results[c].phase for c in regressed})
-    return ensure_lesson(
-        store,
-        "caught-regression",
-        text,
-        tags=["canary", *phases],
-        paths=list(paths),
-        evidence=[run_id, base_id, *regressed[:EVIDENCE_CASES]],
-    )
+    return [
+        record_lesson(
+            store,
+            LessonKey("caught-regression", "canary", r.id, _cause(r)),
+            f"Canaries caught a regression: spec {r.id} passed in run {base_id} and fails in "
+            f"run {run_id} ({short(_why(r))})",
+            run=run_id,
+            tags=["canary", r.phase],
+            paths=[rel for p in [r.spec_path] if p and (rel := relative(Path(p), root))],
+            evidence=[run_id, base_id, r.id],
+        )
+        for r in regressed
+    ]
 
 
 def recall_for_canaries(store: Store, plan: CanaryPlan, *, root: Path) -> list[RecalledLesson]:

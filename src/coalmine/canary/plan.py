@@ -7,12 +7,13 @@ its file and line), so the other canaries still run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from coalmine._source import Problem, did_you_mean
 from coalmine.config import AgentConfig, Config, load_config
 from coalmine.engine.history import resumable_run
+from coalmine.engine.policy import gate_overrides
 from coalmine.errors import ConfigError, UsageError
 from coalmine.graders.base import grader_configs
 from coalmine.graders.base import registry as graders
@@ -123,6 +124,17 @@ def require_judge(plan: CanaryPlan, *, disabled: bool) -> None:
         "llm-judge graders",
         path=where,
     )
+
+
+def block_as_gate(plan: CanaryPlan, gate: str) -> list[str]:
+    """Make every canary of ``plan`` block, for the blocking gate ``gate``; a note for each."""
+    notes = []
+    for i, c in enumerate(plan.canaries):
+        if not c.loaded.spec.blocking:
+            spec = c.loaded.spec.model_copy(update={"blocking": True})
+            plan.canaries[i] = replace(c, loaded=replace(c.loaded, spec=spec))
+            notes.append(gate_overrides("canary", c.loaded.id, gate))
+    return notes
 
 
 def run_to_resume(store: Store, ref: str, *, root: Path, config: Config) -> RunInfo:

@@ -13,10 +13,17 @@ import click
 
 from coalmine._util.words import counted
 from coalmine.canary.estimate import DryRun, cost_limit_warning, estimate
-from coalmine.canary.plan import CanaryPlan, plan_canaries, require_judge, run_to_resume
+from coalmine.canary.plan import (
+    CanaryPlan,
+    block_as_gate,
+    plan_canaries,
+    require_judge,
+    run_to_resume,
+)
 from coalmine.canary.run import CanaryOutcome, run_canaries
 from coalmine.cli.display import DisplayType, echo_markdown, make_display
 from coalmine.cli.options import (
+    blocking_gate_option,
     cache_option,
     display_option,
     judge_reruns_option,
@@ -30,10 +37,8 @@ from coalmine.cli.options import (
 )
 from coalmine.compare import compare_runs
 from coalmine.engine.events import Hooks
-from coalmine.engine.history import (
-    baseline_run,
-    require_project_config,
-)
+from coalmine.engine.history import require_project_config
+from coalmine.engine.pairs import load_baseline
 from coalmine.errors import ConfigError, UsageError
 from coalmine.reports.base import write_report
 from coalmine.reports.json import render_json
@@ -67,7 +72,11 @@ def canary() -> None:
     is_flag=True,
     help="List what would be called, with estimated tokens and cost; call nothing.",
 )
-@click.option("--baseline", help="Compare with this run afterwards: latest, a run id, or a file.")
+@click.option(
+    "--baseline",
+    help="Compare with this run afterwards: latest (the last finished canary run), a run id, "
+    "a label or a file.",
+)
 @click.option(
     "--report",
     "reports",
@@ -86,6 +95,7 @@ def canary() -> None:
 )
 @display_option
 @judge_reruns_option
+@blocking_gate_option
 def run_command(
     selectors: tuple[str, ...],
     root: Path,
@@ -104,6 +114,7 @@ def run_command(
     fmt: str,
     display: DisplayType,
     judge_reruns: int,
+    blocking_gate: str | None,
 ) -> int:
     """Run the canaries under bench/canaries/ (or only SELECTORS, e.g. qa-001).
 
@@ -131,6 +142,8 @@ def run_command(
             resume_id, selectors = info.id, tuple(info.selectors)
             no_judge = no_judge or bool(info.options.get("no_judge"))
         plan = plan_canaries(root, selectors=selectors, config=config)
+        for note in block_as_gate(plan, blocking_gate) if blocking_gate else []:
+            click.echo(f"note: {note}", err=True)
         if max_cost is not None and (unpriced := cost_limit_warning(plan, no_judge=no_judge)):
             click.echo(f"warning: {unpriced}", err=True)
         try:
@@ -138,6 +151,10 @@ def run_command(
         except ConfigError as exc:
             exc.hint = "or pass --no-judge to skip llm-judge graders for this run"
             raise
+        base = None
+        if baseline is not None:  # a bad baseline stops the run before it calls any agent
+            planned = [c.loaded.id for c in plan.canaries]
+            base = load_baseline(store, baseline, kind="canary", cases=planned)
         use_cache = cache_explain or (plan.config.cache if cache is None else cache)
         with make_display(display) as hooks:
             hook_list: list[Hooks] = [hooks]
@@ -149,9 +166,7 @@ def run_command(
                 )
             )  # fmt: skip
         run = outcome.run
-        comparison = None
-        if baseline is not None:
-            comparison = compare_runs(baseline_run(store, baseline, current=run.store_run_id), run)
+        comparison = compare_runs(base, run) if base is not None else None
     finally:
         store.close()
     if fmt == "json":

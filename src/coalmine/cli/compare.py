@@ -9,9 +9,16 @@ import click
 from coalmine.cli.options import root_option, store_option
 from coalmine.compare import compare_runs
 from coalmine.engine.history import load_run, open_store
+from coalmine.engine.pairs import KINDS, load_pair
 from coalmine.reports.base import registry as reporters
 from coalmine.reports.base import write_report
 from coalmine.reports.markdown import render_comparison
+
+_kind_option = click.option(
+    "--kind",
+    type=click.Choice(KINDS),
+    help="The kind of run 'latest' and 'previous' mean (default: the other run's).",
+)
 
 
 @click.command("compare")
@@ -19,14 +26,21 @@ from coalmine.reports.markdown import render_comparison
 @click.argument("new")
 @root_option
 @store_option
-def compare_command(base: str, new: str, root: Path, store_path: Path | None) -> int:
+@_kind_option
+def compare_command(
+    base: str, new: str, root: Path, store_path: Path | None, kind: str | None
+) -> int:
     """Compare two runs (store references or result files): regressions, fixes, deltas.
 
-    Exits 1 when a case that passed in BASE does not pass in NEW.
+    'latest' is the finished run of the other run's kind that started last; 'previous' the
+    one that started last before the other run (before 'latest' when the other is relative
+    too). With neither run named, the kind is --kind, else that of the run that started last.
+    Exits 1 when a case that passed in BASE does not pass in NEW, and 2 when the runs are of
+    two kinds or have no case in common.
     """
     store = open_store(root, path=store_path)
     try:
-        comparison = compare_runs(load_run(store, base), load_run(store, new))
+        comparison = compare_runs(*load_pair(store, base, new, kind=kind))
     finally:
         store.close()
     click.echo(render_comparison(comparison), nl=False)
@@ -44,7 +58,11 @@ def compare_command(base: str, new: str, root: Path, store_path: Path | None) ->
     show_default=True,
     help="json, markdown, junit or html (or a plugin's reporter).",
 )
-@click.option("--baseline", help="Add a comparison with this run (id, label, file, 'latest').")
+@click.option(
+    "--baseline",
+    help="Add a comparison with this run (id, label, file, 'latest', 'previous'), as compare.",
+)
+@_kind_option
 @click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout."
 )
@@ -54,13 +72,17 @@ def report_command(
     store_path: Path | None,
     fmt: str,
     baseline: str | None,
+    kind: str | None,
     out: Path | None,
 ) -> int:
     """Render any stored run (or result file) again, in any report format."""
     store = open_store(root, path=store_path)
     try:
-        record = load_run(store, run)
-        comparison = compare_runs(load_run(store, baseline), record) if baseline else None
+        if baseline is None:
+            record, comparison = load_run(store, run), None
+        else:
+            base, record = load_pair(store, baseline, run, kind=kind)
+            comparison = compare_runs(base, record)
     finally:
         store.close()
     if out is None:

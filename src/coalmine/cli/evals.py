@@ -16,6 +16,7 @@ from coalmine._util.files import write_file
 from coalmine._util.words import counted
 from coalmine.cli.display import DisplayType, make_display
 from coalmine.cli.options import (
+    blocking_gate_option,
     cache_option,
     display_option,
     judge_reruns_option,
@@ -28,7 +29,13 @@ from coalmine.cli.options import (
 )
 from coalmine.engine.history import require_project_config, resumable_run
 from coalmine.errors import ConfigError, UsageError
-from coalmine.evals.plan import EvalPlan, Selection, plan_evals, require_eval_judge
+from coalmine.evals.plan import (
+    EvalPlan,
+    Selection,
+    block_as_gate,
+    plan_evals,
+    require_eval_judge,
+)
 from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
 from coalmine.evals.summary import STDERR_MARK, gate_in_words
 from coalmine.promptfoo.output import promptfoo_document, render_table, rows_json
@@ -105,6 +112,7 @@ def eval_group() -> None:
 )
 @display_option
 @judge_reruns_option
+@blocking_gate_option
 def run_command(
     suites: tuple[str, ...],
     root: Path,
@@ -125,6 +133,7 @@ def run_command(
     output_file: Path | None,
     display: DisplayType,
     judge_reruns: int,
+    blocking_gate: str | None,
 ) -> int:
     """Run eval suites: every harness/evals/*.jsonl, or the SUITES named (names or paths).
 
@@ -176,6 +185,8 @@ def run_command(
                 o.get("repeats"), o.get("reducer") or "mean",
             )  # fmt: skip
         plan = plan_evals(root, suites, selection=selection, config=config)
+        for note in block_as_gate(plan, blocking_gate) if blocking_gate else []:
+            click.echo(f"note: {note}", err=True)
         as_promptfoo = fmt == "promptfoo" or output_file is not None
         if as_promptfoo:
             _require_imported(plan)

@@ -214,6 +214,11 @@ def gates_run_command(
         if verbose or outcome.status != "pass":
             for line in outcome.output.rstrip().splitlines()[-40:]:
                 click.echo(f"      {line}")
+        for path in outcome.missing if outcome.status != "pass" else ():
+            click.echo(
+                f"      {path} is missing: it is owned by kit {gate.kit}, and "
+                "`coalmine kits update --apply` restores it"
+            )
 
     store = open_store(root, path=store_path)
     try:

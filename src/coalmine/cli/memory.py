@@ -38,7 +38,8 @@ def _line(lesson: Lesson, score: float | None = None) -> str:
     where = f"  [{', '.join(lesson.paths)}]" if lesson.paths else ""
     tags = f"  tags: {', '.join(lesson.tags)}" if lesson.tags else ""
     stale = f"  (stale: {lesson.stale})" if lesson.stale else ""
-    return f"{head}  {lesson.kind}  {votes}  {lesson.text}{where}{tags}{stale}"
+    seen = f"  (caught {lesson.count} times, last in {lesson.last_run})" if lesson.count > 1 else ""
+    return f"{head}  {lesson.kind}  {votes}  {lesson.text}{seen}{where}{tags}{stale}"
 
 
 @memory_group.command("add")

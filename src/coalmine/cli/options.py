@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
+from coalmine.engine.policy import BLOCKING_GATE_ENV
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 root_option = click.option(
@@ -68,6 +70,14 @@ def parse_report(value: str) -> tuple[str, Path]:
         raise click.BadParameter(f"{value!r}: write FORMAT:PATH, e.g. junit:reports/junit.xml")
     return fmt, Path(path)
 
+
+blocking_gate_option = click.option(
+    "--blocking-gate",
+    metavar="GATE",
+    envvar=BLOCKING_GATE_ENV,
+    help="Run for the blocking gate GATE: every suite and canary blocks, whatever its "
+    f"'blocking: false' says (`gates run` sets it, through {BLOCKING_GATE_ENV}).",
+)
 
 record_option = click.option(
     "--record",

@@ -10,7 +10,7 @@ import click
 from coalmine.cli.display import echo_markdown
 from coalmine.cli.evals import render_suites
 from coalmine.cli.options import root_option, store_option
-from coalmine.engine.history import open_store, read_result_file, tally_run
+from coalmine.engine.history import import_result_files, open_store, tally_run
 from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_markdown
 from coalmine.results import format_score
@@ -109,18 +109,27 @@ def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int
 
 
 @runs.command("import")
-@click.argument(
-    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @root_option
 @store_option
 def import_command(files: tuple[Path, ...], root: Path, store_path: Path | None) -> int:
-    """Import canary-run-*.json result files, so older runs can be compared."""
+    """Import canary-run-*.json result files, so older runs can be compared.
+
+    Each run is stored once: a file of a run the store holds already (imported before, or
+    recorded here) stores nothing, and one that holds such a run with other content is
+    refused. Exits 2 when a file was refused; the other files are still imported.
+    """
     store = open_store(root, path=store_path)
     try:
-        for file in files:
-            run_id = store.import_run(read_result_file(file), root=str(root.resolve()))
-            click.echo(f"{file}: imported as {run_id}")
+        done = import_result_files(store, files, root=root.resolve())
     finally:
         store.close()
-    return 0
+    for item in done:
+        if item.run is None:
+            click.echo(f"error: {item.error}", err=True)
+        elif item.run.new:
+            click.echo(f"{item.path}: imported as {item.run.run_id}")
+        else:
+            where = f"imported from {item.run.source}" if item.run.source else "recorded here"
+            click.echo(f"{item.path}: already in the store as {item.run.run_id} ({where})")
+    return 2 if any(item.run is None for item in done) else 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -22,6 +23,7 @@ from coalmine.results import (
     case_verdict,
 )
 from coalmine.store.evals import Attempt, iter_attempts, run_suites, suite_results, tally_attempts
+from coalmine.store.imports import ImportedRun, import_run
 from coalmine.store.runs import RunInfo, Store
 
 
@@ -184,6 +186,31 @@ def case_of_attempts(suite: str, runs: list[Attempt]) -> CaseResult:
     )
 
 
+class FileImport(NamedTuple):
+    """What became of one result file given to :func:`import_result_files`."""
+
+    path: Path
+    run: ImportedRun | None
+    """The stored run the file is; ``None`` when it was refused."""
+    error: str | None = None
+
+
+def import_result_files(store: Store, paths: Iterable[Path], *, root: Path) -> list[FileImport]:
+    """Import each canary result file once (see :mod:`coalmine.store.imports`).
+
+    A file that cannot be read, or that holds a stored run with other content, is refused with
+    the reason; the files after it are still imported.
+    """
+    out = []
+    for path in paths:
+        try:
+            run = read_result_file(path)
+            out.append(FileImport(path, import_run(store, run, root=str(root), source=str(path))))
+        except UsageError as exc:
+            out.append(FileImport(path, None, str(exc)))
+    return out
+
+
 def read_result_file(path: Path) -> CanaryRun:
     """Parse a ``canary-run-*.json`` file.
 
@@ -197,21 +224,11 @@ def read_result_file(path: Path) -> CanaryRun:
         raise UsageError(f"{path} is not a readable canary result file: {first}") from None
 
 
-def baseline_run(store: Store, ref: str, *, current: str | None) -> CanaryRun:
-    """The baseline of a comparison: ``latest`` is the newest finished run before ``current``."""
-    if ref != "latest":
-        return load_run(store, ref)
-    for info in store.list_runs(kind="canary", limit=50):
-        if info.id != current and info.status == "finished":
-            return store.load_run(info.id)
-    raise UsageError("there is no earlier finished run to compare with")
-
-
 def resumable_run(store: Store, ref: str, *, kind: str = "canary") -> RunInfo:
     """The run to resume: ``latest`` is the newest unfinished run of ``kind``.
 
     Raises:
-        UsageError: there is none, or ``ref`` names a finished run.
+        UsageError: there is none, or ``ref`` names a finished or an imported run.
     """
     if ref == "latest":
         info = store.find_unfinished(kind)
@@ -221,6 +238,8 @@ def resumable_run(store: Store, ref: str, *, kind: str = "canary") -> RunInfo:
     info = store.get_run(ref, kind=kind)
     if info.status == "finished":
         raise UsageError(f"run {info.id} already finished; there is nothing to resume")
+    if info.options.get("imported"):
+        raise UsageError(f"run {info.id} was imported from a result file: it ran elsewhere")
     return info
 
 

@@ -13,6 +13,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+BLOCKING_GATE_ENV = "COALMINE_BLOCKING_GATE"
+"""Set by ``gates run`` to the gate's id while a gate the manifest calls blocking runs: the runs
+it starts block on every suite and spec, whatever their own ``blocking: false`` says (a gate
+the manifest calls blocking must fail when its suite fails)."""
+
+
+def gate_overrides(what: str, name: str, gate: str) -> str:
+    """The note a run prints when the blocking gate ``gate`` makes ``what`` ``name`` block."""
+    return (
+        f"{what} {name} says blocking: false, but the blocking gate {gate} runs it "
+        "(harness/manifest.json): it blocks"
+    )
+
 
 @dataclass(frozen=True)
 class JudgePolicy:

@@ -10,10 +10,10 @@ from pathlib import Path
 from coalmine._util.estimate import reduce_repeats
 from coalmine.engine.verdict import EPSILON
 from coalmine.evals.plan import PlannedSuite
-from coalmine.lessons.recall import EVIDENCE_CASES, listed, plural, recall_lessons, relative, short
+from coalmine.lessons.recall import infrastructure, recall_lessons, relative, short
 from coalmine.results import RecalledLesson
 from coalmine.store.evals import Attempt, find_suite_baseline, iter_attempts
-from coalmine.store.memory import ensure_lesson, mark_stale
+from coalmine.store.memory import LessonKey, mark_stale, record_lesson
 from coalmine.store.runs import Store
 
 
@@ -25,13 +25,19 @@ class _CaseVerdict:
     blocks: bool
     """A fail that still fails on the graders that may block."""
     reason: str
+    cause: str = ""
+    """The graders the first failing repeat failed (``score`` when only its score was low)."""
 
 
 def _verdicts(attempts: Iterator[Attempt], *, reducer: str, repeats: int) -> Iterator[_CaseVerdict]:
-    """Each case's verdict by the suite's rule (as the summary counts it), streamed."""
+    """Each case's verdict by the suite's rule (as the summary counts it), streamed.
+
+    A repeat whose agent call failed around the agent (a cassette miss, a missing key, a
+    refused connection) counts as an error, as one whose graders could not run does.
+    """
     for case_id, group in itertools.groupby(attempts, key=lambda a: a.case_id):
         runs = list(group)
-        scored = [a for a in runs if a.status != "error"]
+        scored = [a for a in runs if a.status != "error" and not infrastructure(a.error_kind)]
         if not scored:
             yield _CaseVerdict(case_id, "error", any(a.blocks for a in runs), "")
             continue
@@ -45,7 +51,12 @@ def _verdicts(attempts: Iterator[Attempt], *, reducer: str, repeats: int) -> Ite
         blocks = reduce_repeats(reducer, n, passes_b, repeats) < 0.5 - EPSILON
         first = next(a for a in scored if a.status == "fail")
         reason = str(first.record.get("why") or first.record.get("error") or "failed")
-        yield _CaseVerdict(case_id, "fail", blocks, reason)
+        grades = first.record.get("grades") or {}
+        failed = sorted(
+            k for k, g in grades.items() if isinstance(g, dict) and g.get("passed") is False
+        )
+        cause = ", ".join(failed) or ("agent: " + first.error_kind if first.error_kind else "score")
+        yield _CaseVerdict(case_id, "fail", blocks, reason, cause)
 
 
 def suite_paths(suite: PlannedSuite, root: Path) -> list[str]:
@@ -57,51 +68,48 @@ def suite_paths(suite: PlannedSuite, root: Path) -> list[str]:
 
 def retain_eval_regression(
     store: Store, run_id: str, suite: PlannedSuite, *, root: Path
-) -> int | None:
-    """Retain what a blocking suite caught in run ``run_id``; the lesson's id, or ``None``.
+) -> list[int]:
+    """Retain what a blocking suite caught in run ``run_id``; the ids of the lessons.
 
     A caught regression is a case that passed in the suite's baseline and fails now on what
-    may block. Nothing is retained for an advisory suite, a suite without a baseline, or one
-    whose failures are all new, advisory or errors.
+    may block: one lesson per case and cause (see :func:`record_lesson`), so a flaky case
+    keeps one lesson, counted each time it is caught. Nothing is retained for an advisory
+    suite, a suite without a baseline, or one whose failures are all new, advisory or errors
+    (an infrastructure failure is an error).
     """
     if not suite.index.meta.blocking:
-        return None
+        return []
     base = find_suite_baseline(store, suite.name, before=run_id)
     if base is None:
-        return None
+        return []
     now = iter_attempts(store, run_id, suite.name)
     failing = {
-        v.case_id: v.reason
+        v.case_id: v
         for v in _verdicts(now, reducer=suite.reducer, repeats=suite.repeats)
         if v.status == "fail" and v.blocks
     }
     if not failing:
-        return None
+        return []
     before = iter_attempts(store, base.run_id, suite.name)
     regressed = [
-        v.case_id
+        failing[v.case_id]
         for v in _verdicts(before, reducer=base.reducer, repeats=base.repeats)
         if v.status == "pass" and v.case_id in failing
     ]
-    if not regressed:
-        return None
-    first = regressed[0]
-    why = short(failing[first])
-    text = (
-        f"Suite '{suite.name}' caught a regression: {plural(regressed, 'case', 'cases')} "
-        f"{listed(regressed)} passed in run {base.run_id} and "
-        f"{plural(regressed, 'fails', 'fail')} in run {run_id} "
-        f"({why if len(regressed) == 1 else f'{first}: {why}'})"
-    )
-    evidence = [run_id, base.run_id, *(f"{suite.name}/{c}" for c in regressed[:EVIDENCE_CASES])]
-    return ensure_lesson(
-        store,
-        "caught-regression",
-        text,
-        tags=[suite.name, "eval"],
-        paths=suite_paths(suite, root),
-        evidence=evidence,
-    )
+    paths = suite_paths(suite, root)
+    return [
+        record_lesson(
+            store,
+            LessonKey("caught-regression", suite.name, v.case_id, v.cause),
+            f"Suite '{suite.name}' caught a regression: case {v.case_id} passed in run "
+            f"{base.run_id} and fails in run {run_id} ({short(v.reason)})",
+            run=run_id,
+            tags=[suite.name, "eval"],
+            paths=paths,
+            evidence=[run_id, base.run_id, f"{suite.name}/{v.case_id}"],
+        )
+        for v in regressed
+    ]
 
 
 def recall_for_suites(

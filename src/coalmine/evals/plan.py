@@ -20,6 +20,7 @@ from coalmine._source import SourceError, did_you_mean
 from coalmine._util.estimate import check_reducer
 from coalmine._util.hashing import canonical_json
 from coalmine.config import AgentConfig, Config, load_config
+from coalmine.engine.policy import gate_overrides
 from coalmine.errors import ConfigError, UsageError
 from coalmine.evals.compat import get_compat_kind
 from coalmine.graders.base import grader_configs
@@ -183,6 +184,20 @@ def plan_evals(
             continue
         plan.suites.append(planned)
     return plan
+
+
+def block_as_gate(plan: EvalPlan, gate: str) -> list[str]:
+    """Make every suite of ``plan`` block, for the blocking gate ``gate``; a note for each.
+
+    A gate the manifest calls blocking decides: a suite's ``blocking: false`` must not let it
+    pass with failing cases.
+    """
+    notes = []
+    for suite in plan.suites:
+        if not suite.index.meta.blocking:
+            suite.index.meta = suite.index.meta.model_copy(update={"blocking": True})
+            notes.append(gate_overrides("suite", suite.name, gate))
+    return notes
 
 
 def _plan_suite(

@@ -17,9 +17,13 @@ your copy, kit's text                  proposal
 kit's text unchanged since last time   nothing (your edits stay yours)
 your copy unchanged since last time    ``replace`` with the kit's new text
 both changed                           ``merge`` (conflicts marked ``<<<<<<<``)
-you deleted it                         nothing: reported, not restored
+it is missing (deleted)                ``create``: restored with the kit's text
+a folder or binary file is in its way  nothing: reported, left as it is
 the kit no longer writes it            ``delete`` if unedited, else ``disown``
 =====================================  ==========================================
+
+A missing owned file is drift like an edited one: the gates and suites that name it would fail
+without it (a gate's script gone makes ``bash`` exit 127), so an update puts it back.
 
 Before a file is replaced, merged or deleted the lessons recalled for its path are attached to
 the change, so the CLI shows them next to its diff.
@@ -339,7 +343,8 @@ def _kit_changes(
         previous = owned.get(file.path)
         current = read_text_or_none(root / file.path)
         base = read_text_or_none(base_copy(root, file.path))
-        change = _file_change(kit.id, file.path, previous, current, base, file.text)
+        blocked = current is None and (root / file.path).exists()
+        change = _file_change(kit.id, file.path, previous, current, base, file.text, blocked)
         changes.append(_with_lessons(change, store))
     dropped = [f for f in adopted.files if f.path not in {r.path for r in rendered}]
     for gone in dropped:
@@ -362,14 +367,21 @@ def _file_change(
     current: str | None,
     base: str | None,
     new: str,
+    blocked: bool = False,
 ) -> FileChange:
-    """What to do with one file the kit writes: see the module's table."""
+    """What to do with one file the kit writes: see the module's table.
+
+    ``blocked``: something that is not a text file (a folder, a binary file) is at ``path``.
+    """
 
     def change(action: Action, after: str | None, note: str = "", conflicts: int = 0) -> FileChange:
         return FileChange(
             kit, path, action, current, after, new, conflicts, note, previous=previous
         )
 
+    if blocked:
+        action: Action = "keep" if previous is None else "unchanged"
+        return change(action, None, "not a text file (a folder or binary?): left as it is")
     if previous is None:
         if current is None:
             return change("create", new, "new in this kit version")
@@ -377,7 +389,7 @@ def _file_change(
             return change("adopt", current, "already there, identical: adopted")
         return change("keep", current, "exists with other content: kept, not owned")
     if current is None:
-        return change("unchanged", None, "deleted by hand: not restored")
+        return change("create", new, "missing: restored with the kit's text")
     if current == new:
         return change("adopt" if base != new else "unchanged", current)
     if base == new:

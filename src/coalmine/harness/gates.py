@@ -5,7 +5,9 @@ runs the same gates without the kits installed. Each runs as a shell line (``bas
 repository root, one after another, in its own process group (killed whole on timeout), with
 the running coalmine first on ``PATH`` so a gate script's ``coalmine`` is this one. A gate
 passes when it exits 0. A failing blocking gate fails the whole run; an advisory one is
-reported and does not.
+reported and does not. The manifest's setting decides: while a blocking gate runs,
+``COALMINE_BLOCKING_GATE`` names it, and the eval and canary runs it starts block on every
+suite and spec, ``blocking: false`` or not (and say so).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from coalmine.engine.policy import BLOCKING_GATE_ENV
 from coalmine.errors import UsageError
 from coalmine.harness.kits import load_manifest
-from coalmine.harness.lessons import retain_gate_regression
+from coalmine.harness.lessons import command_words, retain_gate_regression
 from coalmine.store.gates import GateRun, last_gate_run, record_gate_run
 from coalmine.store.runs import Store
 
@@ -41,6 +44,8 @@ class GateToRun:
     command: str
     blocks: bool
     timeout_seconds: float
+    owned: tuple[str, ...] = ()
+    """The files of the harness (owned by a kit) its command names, such as its script."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class GateOutcome:
     seconds: float
     output: str
     """The end of its combined stdout and stderr."""
+    missing: tuple[str, ...] = ()
+    """Owned files its command names that were missing when it ran (a kit update restores)."""
 
 
 def plan_gates(root: Path, *, ids: Iterable[str] = (), kits: Iterable[str] = ()) -> list[GateToRun]:
@@ -64,8 +71,16 @@ def plan_gates(root: Path, *, ids: Iterable[str] = (), kits: Iterable[str] = ())
     manifest = load_manifest(root)
     if manifest is None:
         raise UsageError("no harness/manifest.json here: run `coalmine init` first")
+    owned = manifest.owned_paths()
     gates = [
-        GateToRun(kit.id, c.id, c.command, c.blocks, c.timeout_seconds)
+        GateToRun(
+            kit.id,
+            c.id,
+            c.command,
+            c.blocks,
+            c.timeout_seconds,
+            tuple(w for w in command_words(c.command) if w in owned),
+        )  # fmt: skip
         for kit in manifest.kits
         for c in kit.commands
     ]
@@ -97,13 +112,15 @@ def run_gates(
     gate that passed on its previous run and fails now is retained as a ``caught-regression``
     lesson.
     """
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    base = dict(os.environ)
+    base["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), base.get("PATH", "")])
+    base.pop(BLOCKING_GATE_ENV, None)
     outcomes = []
     for gate in gates:
         on_start(gate)
         previous = last_gate_run(store, gate.id) if store is not None else None
         started_ms = int(time.time() * 1000)
+        env = {**base, BLOCKING_GATE_ENV: gate.id} if gate.blocks else base
         outcome = _run(root, gate, env)
         if store is not None:
             _record(store, root, outcome, started_ms, previous)
@@ -144,7 +161,9 @@ def _run(root: Path, gate: GateToRun, env: dict[str, str]) -> GateOutcome:
         out, _ = process.communicate()
         status, code = "timeout", None
     text = out.decode("utf-8", errors="replace")
-    return GateOutcome(gate, status, code, time.monotonic() - started, text[-OUTPUT_TAIL:])
+    missing = tuple(p for p in gate.owned if not (root / p).is_file())
+    seconds = time.monotonic() - started
+    return GateOutcome(gate, status, code, seconds, text[-OUTPUT_TAIL:], missing)
 
 
 def gates_exit_code(outcomes: Iterable[GateOutcome]) -> int:

@@ -1,12 +1,16 @@
 """Lessons coalmine keeps by itself, and the lessons it recalls before a run: the shared parts.
 
-Each feature retains its own automatic lessons through ``ensure_lesson`` (whose key is the
-lesson's evidence, so retaining the same thing twice keeps one) with the wording helpers here:
+Each feature retains its own automatic lessons with the wording helpers here:
 
 * ``caught-regression`` of an eval suite (:mod:`coalmine.evals.lessons`), of a canary run
-  (:mod:`coalmine.canary.lessons`) and of a blocking gate (:mod:`coalmine.harness.lessons`);
+  (:mod:`coalmine.canary.lessons`) and of a blocking gate (:mod:`coalmine.harness.lessons`),
+  through ``record_lesson``: one lesson per kind, suite or spec, case and cause, whose count
+  and last run move each time it is caught again, so a flaky case keeps one lesson. A case
+  that failed around the agent (:func:`infrastructure`: a cassette miss, a missing key, a
+  refused connection, an agent that cannot start) is no regression and makes no lesson;
 * ``judge-false-positive`` and ``judge-false-negative`` of a calibration
-  (:mod:`coalmine.judge.lessons`).
+  (:mod:`coalmine.judge.lessons`), through ``ensure_lesson`` (keyed by the labels file and the
+  items, so the same disagreement keeps one).
 
 Recalled before a run calls any agent: the ``RECALL_LIMIT`` lessons most relevant to a query
 and some paths (:func:`recall_lessons`), stale ones left out.
@@ -17,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from coalmine.errors import INFRASTRUCTURE_FAILURES
 from coalmine.results import RecalledLesson
 from coalmine.store.memory import fts_query, recall
 from coalmine.store.runs import Store
@@ -27,6 +32,11 @@ CASES_NAMED = 10
 EVIDENCE_CASES = 100
 """Case ids a lesson's evidence keeps."""
 REASON_CHARS = 120
+
+
+def infrastructure(error_kind: str | None) -> bool:
+    """Whether an agent call failed around the agent (no regression of it): see the errors."""
+    return error_kind in INFRASTRUCTURE_FAILURES
 
 
 def relative(path: Path, root: Path) -> str | None:

@@ -38,7 +38,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from coalmine.errors import ProviderError
+from coalmine.errors import FailureKind, ProviderError
 from coalmine.providers._promptfoo import call_context, call_options, exec_output, js_json
 from coalmine.providers.agent_groups import agent_groups
 from coalmine.providers.base import AgentRequest, provider
@@ -129,7 +129,8 @@ class CommandProvider:
                 start_new_session=True,
             )
         except OSError as exc:
-            raise self._error(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
+            message = f"cannot start {self.argv[0]!r}: {exc.strerror or exc}"
+            raise self._error(message, kind="config") from None
         groups = agent_groups()
         stdout = bytearray()
         stderr = bytearray()
@@ -211,12 +212,18 @@ class CommandProvider:
         """Nothing stays open between calls."""
 
     def _error(
-        self, message: str, *, exit_code: int | None = None, stderr_tail: str | None = None
+        self,
+        message: str,
+        *,
+        exit_code: int | None = None,
+        stderr_tail: str | None = None,
+        kind: FailureKind = "crash",
     ) -> ProviderError:
         return ProviderError(
             message,
             agent=self.agent,
             provider="command",
+            kind=kind,
             exit_code=exit_code,
             stderr_tail=stderr_tail,
         )

@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
 from coalmine.store.evals import KeptVerdicts, case_verdicts
-from coalmine.store.runs import RunInfo, Store, _run_info
+from coalmine.store.runs import NEWEST_FIRST, RunInfo, Store, _run_info
 
 RUN_KINDS = ("canary", "eval", "review", "calibration", "gate")
 """The kinds of run a viewer lists: the runs table's, then calibrations and gate runs."""
@@ -69,13 +69,13 @@ def list_runs(store: Store, where: RunFilter, *, limit: int = 100) -> list[RunRo
 
 
 def _store_runs(store: Store, where: RunFilter, limit: int) -> list[RunRow]:
-    sql = (
+    sql = (  # the filters are bound parameters; only the fixed order is formatted in
         "SELECT *, 0 AS cases FROM runs WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR"
         " id IN (SELECT run_id FROM eval_suites WHERE suite = ?2)) AND (?3 IS NULL OR"
         " instr(lower(COALESCE(label, '')), lower(?3)) > 0 OR id = upper(?3))"
         " AND (?4 IS NULL OR started_at >= ?4)"
         " AND (?5 IS NULL OR substr(started_at, 1, length(?5)) <= ?5)"
-        " ORDER BY id DESC LIMIT ?6"
+        f" ORDER BY {NEWEST_FIRST} LIMIT ?6"
     )
     infos = [
         _run_info(r)
@@ -184,10 +184,11 @@ def _gate_runs(store: Store, where: RunFilter, limit: int) -> list[RunRow]:
 
 
 def suite_trends(store: Store) -> dict[str, list[float]]:
-    """Each suite's score over its finished runs, oldest first (the last 30)."""
+    """Each suite's score over its finished runs, by start, oldest first (the last 30)."""
     rows = store.conn.execute(
         "SELECT s.suite, json_extract(s.summary, '$.score') FROM eval_suites AS s"
-        " JOIN runs ON runs.id = s.run_id WHERE runs.status = 'finished' ORDER BY s.run_id"
+        " JOIN runs ON runs.id = s.run_id WHERE runs.status = 'finished'"
+        " ORDER BY runs.started_at, runs.id"
     )
     trends: dict[str, list[float]] = {}
     for suite, score in rows:

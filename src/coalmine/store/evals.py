@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from coalmine.results import EvalSuiteResult
 from coalmine.store.db import transaction
-from coalmine.store.runs import RunStatus, Store
+from coalmine.store.runs import NEWEST_FIRST, RunStatus, Store
 
 
 class Attempt(NamedTuple):
@@ -183,11 +183,19 @@ def case_attempts(store: Store, run_id: str, suite: str, case_id: str) -> list[A
     return [_attempt(row) for row in cursor]
 
 
+_STARTED_BEFORE = (
+    "(runs.started_at < (SELECT started_at FROM runs WHERE id = :before) OR (runs.started_at ="
+    " (SELECT started_at FROM runs WHERE id = :before) AND runs.id < :before))"
+)
+"""Runs that started before run ``:before`` (by start, then id: an imported old run is older)."""
+
+
 def prior_runs(store: Store, kind: str, before: str) -> list[str]:
-    """Ids of the finished runs of ``kind`` older than run ``before``, newest first."""
+    """Ids of the finished runs of ``kind`` that started before run ``before``, newest first."""
     rows = store.conn.execute(
-        "SELECT id FROM runs WHERE kind = ? AND status = 'finished' AND id < ? ORDER BY id DESC",
-        (kind, before),
+        "SELECT id FROM runs WHERE kind = :kind AND status = 'finished'"
+        f" AND {_STARTED_BEFORE} ORDER BY {NEWEST_FIRST}",
+        {"kind": kind, "before": before},
     )
     return [r[0] for r in rows]
 
@@ -201,14 +209,14 @@ class SuiteBaseline(NamedTuple):
 
 
 def find_suite_baseline(store: Store, suite: str, *, before: str) -> SuiteBaseline | None:
-    """The newest finished, uninterrupted eval run older than ``before`` that ran ``suite``."""
+    """The finished, uninterrupted eval run of ``suite`` that started last before ``before``."""
     row = store.conn.execute(
         "SELECT runs.id, json_extract(s.summary, '$.reducer'), json_extract(s.summary, '$.repeats')"
         " FROM runs JOIN eval_suites AS s ON s.run_id = runs.id"
-        " WHERE runs.kind = 'eval' AND runs.status = 'finished' AND runs.id < ? AND s.suite = ?"
-        " AND NOT json_extract(s.summary, '$.interrupted')"
-        " ORDER BY runs.id DESC LIMIT 1",
-        (before, suite),
+        f" WHERE runs.kind = 'eval' AND runs.status = 'finished' AND {_STARTED_BEFORE}"
+        " AND s.suite = :suite AND NOT json_extract(s.summary, '$.interrupted')"
+        " ORDER BY runs.started_at DESC, runs.id DESC LIMIT 1",
+        {"before": before, "suite": suite},
     ).fetchone()
     return None if row is None else SuiteBaseline(row[0], str(row[1]), int(row[2]))
 
@@ -309,10 +317,10 @@ def end_run(
 
 
 def last_suite_start(store: Store, suite: str) -> tuple[str, int] | None:
-    """The newest eval run that ran ``suite``, and when it started (Unix ms), or ``None``."""
+    """The eval run of ``suite`` that started last, and its start (Unix ms), or ``None``."""
     row = store.conn.execute(
-        "SELECT run_id, json_extract(summary, '$.startedAt') FROM eval_suites"
-        " WHERE suite = ? ORDER BY run_id DESC LIMIT 1",
+        "SELECT run_id, json_extract(summary, '$.startedAt') AS started FROM eval_suites"
+        " WHERE suite = ? ORDER BY started DESC, run_id DESC LIMIT 1",
         (suite,),
     ).fetchone()
     return None if row is None else (str(row[0]), int(row[1]))

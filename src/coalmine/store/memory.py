@@ -67,6 +67,12 @@ class Lesson:
     updated_at: str
     stale: str | None
     """Why the lesson no longer holds, or ``None``."""
+    identity: str | None = None
+    """What makes an automatic lesson the same one (:class:`LessonKey`); ``None`` otherwise."""
+    count: int = 1
+    """How many times it was recorded (once per run that caught it)."""
+    last_run: str | None = None
+    """The run that recorded it last."""
 
     @property
     def feedback(self) -> int:
@@ -76,7 +82,7 @@ class Lesson:
 
 _COLUMNS = (
     "id, kind, text, tags, paths, evidence, positive, negative, validated, created_at,"
-    " updated_at, stale"
+    " updated_at, stale, identity, count, last_run"
 )
 
 
@@ -94,6 +100,9 @@ def _lesson(row: sqlite3.Row) -> Lesson:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         stale=row["stale"],
+        identity=row["identity"],
+        count=row["count"],
+        last_run=row["last_run"],
     )
 
 
@@ -126,25 +135,34 @@ def _insert(
     tags: Iterable[str],
     paths: Iterable[str],
     evidence: Iterable[str],
+    *,
+    identity: str | None = None,
+    run: str | None = None,
 ) -> int:
-    clean_paths = ["/".join(_parts(p)) for p in paths]
     now = _now()
     cursor = c.execute(
-        "INSERT INTO lessons (kind, text, tags, paths, evidence, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO lessons (kind, text, tags, paths, evidence, created_at, updated_at,"
+        " identity, last_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             kind,
             text.strip(),
             json.dumps(list(tags), ensure_ascii=False),
-            json.dumps([p for p in clean_paths if p], ensure_ascii=False),
+            _paths_json(paths),
             _evidence_json(evidence),
             now,
             now,
+            identity,
+            run,
         ),
     )
     lesson_id = cursor.lastrowid
     assert lesson_id is not None  # an INSERT into a rowid table always sets it
     return lesson_id
+
+
+def _paths_json(paths: Iterable[str]) -> str:
+    clean = ["/".join(_parts(p)) for p in paths]
+    return json.dumps([p for p in clean if p], ensure_ascii=False)
 
 
 def _evidence_json(evidence: Iterable[str]) -> str:
@@ -215,6 +233,68 @@ def ensure_lesson(
     with transaction(store.conn) as c:
         found = _find(c, kind, evidence, tags)
         return found.id if found is not None else _insert(c, kind, text, tags, paths, evidence)
+
+
+@dataclass(frozen=True)
+class LessonKey:
+    """The identity of an automatic lesson: the same kind, scope, case and cause is one lesson."""
+
+    kind: str
+    scope: str
+    """Where it was caught: a suite's name, ``canary``, ``gate``."""
+    case: str
+    """The case, spec or gate it is about."""
+    cause: str
+    """What failed: the graders that failed, how a gate ended."""
+
+    def identity(self) -> str:
+        """The key as the lessons table keeps it."""
+        return json.dumps([self.kind, self.scope, self.case, self.cause], ensure_ascii=False)
+
+
+def record_lesson(
+    store: Store,
+    key: LessonKey,
+    text: str,
+    *,
+    run: str,
+    tags: Sequence[str] = (),
+    paths: Iterable[str] = (),
+    evidence: Sequence[str] = (),
+) -> int:
+    """Store the lesson ``key`` names, or count it once more; return its id.
+
+    One row per key: recording it again from another run adds one to its ``count``, makes
+    ``run`` its ``last_run`` and takes the new text, tags, paths and evidence (so it names the
+    runs that caught it last); its votes and stale mark stay. Recording it again from the same
+    run (a resumed run) changes nothing.
+
+    Raises:
+        ValueError: ``key.kind`` is not one of ``KINDS``, or ``text`` is blank.
+    """
+    _check(key.kind, text)
+    identity = key.identity()
+    with transaction(store.conn) as c:
+        row = c.execute(
+            "SELECT id, last_run FROM lessons WHERE identity = ?", (identity,)
+        ).fetchone()
+        if row is None:
+            return _insert(c, key.kind, text, tags, paths, evidence, identity=identity, run=run)
+        if row["last_run"] != run:
+            c.execute(
+                "UPDATE lessons SET count = count + 1, last_run = ?, text = ?, tags = ?,"
+                " paths = ?, evidence = ?, updated_at = ? WHERE id = ?",
+                (
+                    run,
+                    text.strip(),
+                    json.dumps(list(tags), ensure_ascii=False),
+                    _paths_json(paths),
+                    _evidence_json(evidence),
+                    _now(),
+                    row["id"],
+                ),
+            )
+        return int(row["id"])
 
 
 def get_lesson(store: Store, lesson_id: int) -> Lesson:

@@ -6,6 +6,8 @@ database is always at a known migration. Never edit a released migration: add a 
 
 from __future__ import annotations
 
+import json
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -370,3 +372,68 @@ def _eval_attempts_browse(conn: sqlite3.Connection) -> None:
             WHERE json_extract(g.value, '$.passed') = 0
         """,
     )
+
+
+@migration("m010_run_starts_and_lesson_keys")
+def _run_starts_and_lesson_keys(conn: sqlite3.Connection) -> None:
+    # `latest`, `previous`, baselines and the runs list order runs by their start (an old run
+    # imported today is not the latest); the id breaks ties.
+    conn.execute("CREATE INDEX runs_by_start ON runs (kind, started_at, id)")
+    # An automatic lesson has an identity (kind, suite or spec, case, cause): recording it again
+    # counts it and moves its last run, in one row. The near-identical lessons a flaky case left
+    # before are folded into their oldest.
+    _execute_script(
+        conn,
+        """
+        ALTER TABLE lessons ADD COLUMN identity TEXT;
+        ALTER TABLE lessons ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE lessons ADD COLUMN last_run TEXT;
+        CREATE UNIQUE INDEX lessons_by_identity ON lessons (identity) WHERE identity IS NOT NULL
+        """,
+    )
+    _fold_duplicate_lessons(conn)
+
+
+_RUN_ID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?")
+
+
+def _fold_duplicate_lessons(conn: sqlite3.Connection) -> int:
+    """Fold the caught-regression lessons that differ only in their runs; return rows folded.
+
+    Two are the same when their kind, tags and paths are, and their texts are once run ids and
+    times are masked. The oldest row stays, with the newest one's text and evidence, the votes
+    of all, and ``count`` the number of rows folded into it; the others are deleted.
+    """
+    groups: dict[tuple[str, ...], list[sqlite3.Row]] = {}
+    for row in conn.execute(
+        "SELECT id, kind, text, tags, paths, evidence, positive, negative, validated,"
+        " updated_at FROM lessons WHERE kind = 'caught-regression' AND identity IS NULL"
+        " ORDER BY id"
+    ):
+        shape = _TIME.sub("<time>", _RUN_ID.sub("<run>", row["text"]))
+        groups.setdefault((row["kind"], row["tags"], row["paths"], shape), []).append(row)
+    folded = 0
+    for rows in groups.values():
+        if len(rows) < 2:
+            continue
+        keep, newest = rows[0], rows[-1]
+        evidence = json.loads(newest["evidence"])
+        conn.execute(
+            "UPDATE lessons SET text = ?, evidence = ?, positive = ?, negative = ?,"
+            " validated = ?, updated_at = ?, count = ?, last_run = ? WHERE id = ?",
+            (
+                newest["text"],
+                newest["evidence"],
+                sum(r["positive"] for r in rows),
+                sum(r["negative"] for r in rows),
+                sum(r["validated"] for r in rows),
+                newest["updated_at"],
+                len(rows),
+                evidence[0] if evidence else None,
+                keep["id"],
+            ),
+        )
+        conn.executemany("DELETE FROM lessons WHERE id = ?", [(r["id"],) for r in rows[1:]])
+        folded += len(rows) - 1
+    return folded

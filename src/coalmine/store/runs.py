@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +30,9 @@ from coalmine.store.db import connect, transaction
 from coalmine.store.migrations import migrate
 
 RunStatus = Literal["running", "finished", "interrupted"]
+
+NEWEST_FIRST = "started_at DESC, id DESC"
+"""How runs are ordered: by when they started (an imported run by its own start), then id."""
 
 
 @dataclass(frozen=True)
@@ -148,28 +151,8 @@ class Store:
 
     def start_run(self, new: NewRun) -> str:
         """Record a new running run and return its id (a ULID)."""
-        run_id = new_ulid()
         with transaction(self.conn) as c:
-            c.execute(
-                "INSERT INTO runs (id, kind, status, started_at, root, git_commit, git_dirty,"
-                " coalmine_version, config_hash, command_line, selectors, options, judge)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    new.kind,
-                    new.started_at.astimezone(UTC).isoformat(),
-                    new.root,
-                    new.git_commit,
-                    None if new.git_dirty is None else int(new.git_dirty),
-                    new.coalmine_version,
-                    new.config_hash,
-                    json.dumps(new.command_line),
-                    json.dumps(new.selectors),
-                    json.dumps(new.options),
-                    new.judge.model_dump_json() if new.judge else None,
-                ),
-            )
-        return run_id
+            return insert_run(c, new)
 
     def reopen_run(self, run_id: str) -> None:
         """Mark an unfinished run as running again (it is being resumed)."""
@@ -178,72 +161,76 @@ class Store:
 
     def record_case(self, run_id: str, result: CaseResult, extras: CaseExtras) -> None:
         """Store one graded case, its grades and judge calls, in one transaction."""
+        with transaction(self.conn) as c:
+            self.write_case(c, run_id, result, extras)
+
+    def write_case(
+        self, c: sqlite3.Connection, run_id: str, result: CaseResult, extras: CaseExtras
+    ) -> None:
+        """Write one graded case inside the caller's open transaction ``c``."""
         # Grades live in their own table; the result row keeps the rest.
         slim = result.model_copy(update={"prompt": None, "output": None, "grader_scores": {}})
         usage = extras.usage or {}
-        with transaction(self.conn) as c:
-            put = self.artifacts.put
-            prompt_ref = put(extras.prompt) if extras.prompt is not None else None
-            output_ref = put(extras.output) if extras.output is not None else None
-            replies = {
-                (j.grader_key, j.attempt): put(j.reply) for j in extras.judge_calls if j.reply
-            }
-            c.execute(
-                "INSERT OR REPLACE INTO case_results (run_id, case_id, position, verdict,"
-                " composite_score, reason, agent, model, duration_seconds, prompt_tokens,"
-                " completion_tokens, prompt_artifact, output_artifact, result, recorded_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        put = self.artifacts.put
+        prompt_ref = put(extras.prompt) if extras.prompt is not None else None
+        output_ref = put(extras.output) if extras.output is not None else None
+        replies = {(j.grader_key, j.attempt): put(j.reply) for j in extras.judge_calls if j.reply}
+        c.execute(
+            "INSERT OR REPLACE INTO case_results (run_id, case_id, position, verdict,"
+            " composite_score, reason, agent, model, duration_seconds, prompt_tokens,"
+            " completion_tokens, prompt_artifact, output_artifact, result, recorded_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                result.id,
+                extras.position,
+                result.verdict,
+                result.composite_score,
+                result.reason,
+                result.agent,
+                extras.model,
+                result.duration_seconds,
+                usage.get("prompt_tokens"),
+                usage.get("completion_tokens"),
+                prompt_ref,
+                output_ref,
+                slim.model_dump_json(),
+                datetime.now(UTC).isoformat(),
+            ),
+        )
+        # Recording a case again replaces its row, and the cascade drops its old grades.
+        c.executemany(
+            "INSERT OR REPLACE INTO grades (run_id, case_id, key, score, passed, weight,"
+            " skipped, blocking, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
                 (
                     run_id,
                     result.id,
-                    extras.position,
-                    result.verdict,
-                    result.composite_score,
-                    result.reason,
-                    result.agent,
-                    extras.model,
-                    result.duration_seconds,
-                    usage.get("prompt_tokens"),
-                    usage.get("completion_tokens"),
-                    prompt_ref,
-                    output_ref,
-                    slim.model_dump_json(),
-                    datetime.now(UTC).isoformat(),
+                    key,
+                    grade.score,
+                    _flag(grade.passed),
+                    grade.weight,
+                    int(bool(grade.skipped)),
+                    _flag(extras.blocking.get(key)),
+                    grade.model_dump_json(),
+                )
+                for key, grade in result.grader_scores.items()
+            ],
+        )
+        for call in extras.judge_calls:
+            c.execute(
+                "INSERT INTO judge_verdicts (run_id, case_id, grader_key, attempt, model,"
+                " prompt_hash, reply_artifact) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    result.id,
+                    call.grader_key,
+                    call.attempt,
+                    call.model,
+                    call.prompt_hash,
+                    replies.get((call.grader_key, call.attempt)),
                 ),
             )
-            # Recording a case again replaces its row, and the cascade drops its old grades.
-            c.executemany(
-                "INSERT OR REPLACE INTO grades (run_id, case_id, key, score, passed, weight,"
-                " skipped, blocking, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        run_id,
-                        result.id,
-                        key,
-                        grade.score,
-                        _flag(grade.passed),
-                        grade.weight,
-                        int(bool(grade.skipped)),
-                        _flag(extras.blocking.get(key)),
-                        grade.model_dump_json(),
-                    )
-                    for key, grade in result.grader_scores.items()
-                ],
-            )
-            for call in extras.judge_calls:
-                c.execute(
-                    "INSERT INTO judge_verdicts (run_id, case_id, grader_key, attempt, model,"
-                    " prompt_hash, reply_artifact) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run_id,
-                        result.id,
-                        call.grader_key,
-                        call.attempt,
-                        call.model,
-                        call.prompt_hash,
-                        replies.get((call.grader_key, call.attempt)),
-                    ),
-                )
 
     def finish_run(
         self,
@@ -258,24 +245,7 @@ class Store:
     ) -> None:
         """Record the end of a run (finished or interrupted) with its summary."""
         with transaction(self.conn) as c:
-            c.execute(
-                "UPDATE runs SET status = ?, ended_at = ?, summary = ?, label = COALESCE(?, label),"
-                " results_file = COALESCE(?, results_file) WHERE id = ?",
-                (
-                    status,
-                    ended_at.astimezone(UTC).isoformat(),
-                    summary.model_dump_json(),
-                    label,
-                    results_file,
-                    run_id,
-                ),
-            )
-            c.execute("DELETE FROM invalid_specs WHERE run_id = ?", (run_id,))
-            c.executemany(
-                "INSERT INTO invalid_specs (run_id, path, line, spec_id, reason)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [(run_id, i.path, i.line, i.id, i.reason) for i in invalid],
-            )
+            write_finish(c, run_id, status, ended_at, summary, invalid, label, results_file)
 
     def record_calibration(
         self,
@@ -321,50 +291,72 @@ class Store:
         return [(r[0], json.loads(r[1])) for r in rows]
 
     def list_runs(self, *, kind: str | None = None, limit: int = 20) -> list[RunInfo]:
-        """The newest runs first."""
+        """The runs that started last first (an imported old run sorts by its start)."""
         rows = self.conn.execute(
             "SELECT runs.*, (SELECT COUNT(*) FROM case_results WHERE run_id = runs.id) AS cases"
-            " FROM runs WHERE (? IS NULL OR kind = ?) ORDER BY id DESC LIMIT ?",
+            f" FROM runs WHERE (? IS NULL OR kind = ?) ORDER BY {NEWEST_FIRST} LIMIT ?",
             (kind, kind, limit),
         ).fetchall()
         return [_run_info(r) for r in rows]
 
     def find_unfinished(self, kind: str) -> RunInfo | None:
-        """The newest run of ``kind`` that did not finish (interrupted or killed)."""
+        """The run of ``kind`` recorded here that started last and did not finish.
+
+        An interrupted run imported from a result file is left out: it ran elsewhere.
+        """
         row = self.conn.execute(
             "SELECT *, 0 AS cases FROM runs WHERE kind = ? AND status != 'finished'"
-            " ORDER BY id DESC LIMIT 1",
+            " AND json_extract(options, '$.imported') IS NULL"
+            f" ORDER BY {NEWEST_FIRST} LIMIT 1",
             (kind,),
+        ).fetchone()
+        return _run_info(row) if row else None
+
+    def find_latest(
+        self, *, kind: str | None = None, before: tuple[str, str] | None = None
+    ) -> RunInfo | None:
+        """The finished run (of ``kind``) that started last, or last before ``before``.
+
+        ``before`` is a run's ``(started_at, id)``: runs are ordered by their start, then by id
+        (runs imported with one start time).
+        """
+        after = before or (None, None)
+        row = self.conn.execute(
+            "SELECT *, 0 AS cases FROM runs WHERE status = 'finished' AND (?1 IS NULL OR kind = ?1)"
+            " AND (?2 IS NULL OR started_at < ?2 OR (started_at = ?2 AND id < ?3))"
+            f" ORDER BY {NEWEST_FIRST} LIMIT 1",
+            (kind, *after),
         ).fetchone()
         return _run_info(row) if row else None
 
     def get_run(self, ref: str, *, kind: str | None = None) -> RunInfo:
         """Find a run by id, unique id prefix, label (result file stem) or ``latest``.
 
+        ``latest`` is the finished run that started last.
+
         Raises:
             UsageError: no run, or several, match ``ref``.
         """
         if not ref.strip():
             raise UsageError("name a run: an id, an id prefix, a label or 'latest'")
-        base = "SELECT *, 0 AS cases FROM runs WHERE (? IS NULL OR kind = ?)"
         if ref == "latest":
-            rows = self.conn.execute(
-                base + " AND status = 'finished' ORDER BY id DESC LIMIT 1", (kind, kind)
-            ).fetchall()
+            latest = self.find_latest(kind=kind)
+            rows = [] if latest is None else [latest]
         else:
             prefix = ref.upper()  # ULIDs are upper case; a prefix is compared, not LIKE-matched
-            rows = self.conn.execute(
-                base + " AND (label = ? OR substr(id, 1, ?) = ?) ORDER BY id DESC",
+            found = self.conn.execute(
+                "SELECT *, 0 AS cases FROM runs WHERE (? IS NULL OR kind = ?)"
+                f" AND (label = ? OR substr(id, 1, ?) = ?) ORDER BY {NEWEST_FIRST}",
                 (kind, kind, ref, len(prefix), prefix),
             ).fetchall()
-            exact = [r for r in rows if r["id"] == ref.upper() or r["label"] == ref]
-            rows = exact or rows
+            exact = [r for r in found if r["id"] == ref.upper() or r["label"] == ref]
+            rows = [_run_info(r) for r in exact or found]
         if not rows:
             raise UsageError(f"no run matches {ref!r} in {self.path}; see 'coalmine runs list'")
         if len(rows) > 1:
-            ids = ", ".join(r["id"] for r in rows[:5])
-            raise UsageError(f"{ref!r} matches several runs ({ids}); give more of the id")
-        return _run_info(rows[0])
+            several = ", ".join(f"{r.id} ({r.kind}, started {r.started_at[:19]})" for r in rows[:5])
+            raise UsageError(f"{ref!r} matches several runs: {several}; give more of the id")
+        return rows[0]
 
     def case_results(self, run_id: str) -> list[CaseResult]:
         """Every stored case of a run, in table order, with grades, prompt and output restored."""
@@ -425,31 +417,60 @@ class Store:
             coalmine_version=info.coalmine_version,
         )
 
-    def import_run(self, run: CanaryRun, *, root: str) -> str:
-        """Store a run read from a result file; return its new id."""
-        started = datetime.fromisoformat(run.timestamp.replace("Z", "+00:00"))
-        run_id = self.start_run(
-            NewRun(
-                kind="canary",
-                root=root,
-                started_at=started,
-                coalmine_version=run.coalmine_version,
-                options={"imported": True},
-                judge=run.judge,
-            )
-        )
-        for position, result in enumerate(run.results):
-            extras = CaseExtras(position=position, prompt=result.prompt, output=result.output)
-            self.record_case(run_id, result, extras)
-        self.finish_run(
+
+def insert_run(c: sqlite3.Connection, new: NewRun) -> str:
+    """Insert a running run inside the open transaction ``c``; return its new id."""
+    run_id = new_ulid()
+    c.execute(
+        "INSERT INTO runs (id, kind, status, started_at, root, git_commit, git_dirty,"
+        " coalmine_version, config_hash, command_line, selectors, options, judge)"
+        " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
             run_id,
-            status="interrupted" if run.interrupted else "finished",
-            ended_at=started + timedelta(seconds=run.duration_seconds),
-            summary=run.summary,
-            invalid=run.invalid_specs,
-            label=run.run_id,
-        )
-        return run_id
+            new.kind,
+            new.started_at.astimezone(UTC).isoformat(),
+            new.root,
+            new.git_commit,
+            None if new.git_dirty is None else int(new.git_dirty),
+            new.coalmine_version,
+            new.config_hash,
+            json.dumps(new.command_line),
+            json.dumps(new.selectors),
+            json.dumps(new.options),
+            new.judge.model_dump_json() if new.judge else None,
+        ),
+    )
+    return run_id
+
+
+def write_finish(
+    c: sqlite3.Connection,
+    run_id: str,
+    status: RunStatus,
+    ended_at: datetime,
+    summary: RunTotals,
+    invalid: list[InvalidSpecRecord],
+    label: str | None,
+    results_file: str | None,
+) -> None:
+    """Record the end of a run inside the open transaction ``c``."""
+    c.execute(
+        "UPDATE runs SET status = ?, ended_at = ?, summary = ?, label = COALESCE(?, label),"
+        " results_file = COALESCE(?, results_file) WHERE id = ?",
+        (
+            status,
+            ended_at.astimezone(UTC).isoformat(),
+            summary.model_dump_json(),
+            label,
+            results_file,
+            run_id,
+        ),
+    )
+    c.execute("DELETE FROM invalid_specs WHERE run_id = ?", (run_id,))
+    c.executemany(
+        "INSERT INTO invalid_specs (run_id, path, line, spec_id, reason) VALUES (?, ?, ?, ?, ?)",
+        [(run_id, i.path, i.line, i.id, i.reason) for i in invalid],
+    )
 
 
 def _flag(value: bool | None) -> int | None:

@@ -34,6 +34,7 @@ from aiohttp import web
 from markupsafe import Markup
 from yarl import URL
 
+from coalmine.engine.pairs import find_pair
 from coalmine.errors import CoalmineError, StoreError, UsageError
 from coalmine.reports.calibration import FIGURES, wrap_records
 from coalmine.reports.html import template_environment as report_templates
@@ -267,7 +268,7 @@ async def _compare(request: web.Request) -> web.Response:
         if not base_ref or not new_ref:
             runs = pages.runs_page(store, RunFilter())["rows"]
             return {"pick": [r for r in runs if r.kind in ("canary", "eval")]}
-        base, new = pages.find_run(store, base_ref), pages.find_run(store, new_ref)
+        base, new = find_pair(store, base_ref, new_ref)
         return pages.compare_page(store, base, new, page)
 
     context = {"pick": None, "chosen": new_ref, **await _read(request, build)}
@@ -278,10 +279,7 @@ async def _compare_diff(request: web.Request) -> web.Response:
     q = request.query
 
     def build(store: Store) -> dict[str, Any]:
-        base, new = (
-            pages.find_run(store, q.get("base", "")),
-            pages.find_run(store, q.get("new", "")),
-        )
+        base, new = find_pair(store, q.get("base", ""), q.get("new", ""))
         return pages.diff_page(store, base, new, q.get("suite", ""), q.get("id", ""))
 
     text = templates().get_template("diff_part.html").render(**await _read(request, build))

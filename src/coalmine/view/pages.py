@@ -17,6 +17,7 @@ from typing import Any
 from coalmine._util.stats import mcnemar_exact, wilcoxon_signed_rank
 from coalmine.compare import compare_runs, score_sentence, verdict_sentence
 from coalmine.engine.history import attempt_result, case_of_attempts, eval_run_record
+from coalmine.engine.pairs import no_case_in_common, require_shared_cases
 from coalmine.errors import UsageError
 from coalmine.results import CanaryRun, RunTotals
 from coalmine.store.browse import (
@@ -180,10 +181,16 @@ class ChangeView:
 
 
 def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[str, Any]:
-    """Two runs side by side: regressions, fixes, score moves, the tests in words."""
+    """Two runs side by side: regressions, fixes, score moves, the tests in words.
+
+    Raises:
+        UsageError: the runs have no case in common.
+    """
     offset = max(page - 1, 0) * CHANGES_PAGE
     if base.kind == "eval" and new.kind == "eval":
         c, sentences = _eval_comparison(store, base, new)
+        if not c.shared:
+            raise no_case_in_common(base.label or base.id, new.label or new.id)
         changes = [
             ChangeView(
                 ch.suite,
@@ -200,6 +207,7 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
         counts = (c.shared, c.regressions, c.fixes, c.only_new, c.only_base, c.changed_total)
     else:
         a, b = _record(store, base), _record(store, new)
+        require_shared_cases(a, b)
         comparison = compare_runs(a, b)
         by_id_a = {r.id: r for r in a.results}
         by_id_b = {r.id: r for r in b.results}

@@ -151,7 +151,7 @@ def test_odd_corpora_still_give_valid_suites(tmp_path: Path) -> None:
         meta = yaml.safe_load(
             (tmp_path / name / "harness/evals/structural-near-misses.yaml").read_text()
         )
-        assert meta["blocking"] is False  # examples report, but cannot fail the gate
+        assert "blocking" not in meta  # examples block, as the gate that runs them does
 
 
 def test_a_good_retriever_passes_every_suite(tmp_path: Path) -> None:
@@ -178,10 +178,13 @@ def test_the_gate_fails_when_a_near_miss_outranks_the_right_document(tmp_path: P
     assert "not-is-refusal failed" in faithful["docs/faq.md"]
 
 
-def test_example_suites_run_without_failing_the_gate(tmp_path: Path) -> None:
+def test_example_suites_block_like_the_gate_that_runs_them(tmp_path: Path) -> None:
     root = repo(tmp_path / "repo", [])
-    assert eval_run(root, *SUITES) == 0
+    # the retriever does not know the example documents: the blocking gate fails until the
+    # examples are replaced (the suites do not say `blocking: false` behind the gate's back)
+    assert eval_run(root, *SUITES) == 1
     for suite in SUITES:
         result = last_result(root, suite)
         assert result["cases"] == 3 and result["badLines"] == result["errored"] == 0
-        assert result["blocking"] is False
+        assert result["blocking"] is True
+    assert last_result(root, "retrieval-recall")["failed"] == 3
