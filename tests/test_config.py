@@ -267,17 +267,47 @@ def test_env_default_used_when_variable_is_empty(tmp_path: Path) -> None:
     assert judge_settings(load(tmp_path, {"M": ""})).model == "fallback"
 
 
-def test_unset_variable_without_default(tmp_path: Path) -> None:
+def test_an_agents_unset_variable_is_an_error_only_where_its_settings_are_used(
+    tmp_path: Path,
+) -> None:
     text = (
         "agents:\n  QA:\n    provider: command\n    argv:\n      - python3\n      - ${QA_SCRIPT}\n"
+        "  Other: {provider: command, argv: [python3]}\n"
     )
     write(tmp_path, "coalmine.yaml", text)
-    error = config_error(tmp_path, {"OTHER": "x"})
-    assert error.line == 6
-    assert error.reason == (
-        "environment variable QA_SCRIPT is not set; set it, or give a default "
-        "with ${QA_SCRIPT:-value}"
+    config = load(tmp_path, {"OTHER": "x"})
+    qa = config.agents["QA"]
+    assert [(u.name, u.line, u.setting) for u in qa.unset] == [("QA_SCRIPT", 6, "argv.1")]
+    assert qa.resolved is None and config.agents["Other"].unset == ()
+    with pytest.raises(ConfigError) as info:
+        qa.settings  # noqa: B018 - reading them is what raises
+    assert info.value.line == 6
+    assert info.value.reason == (
+        "agent 'QA' (argv.1): the environment variable QA_SCRIPT is not set; set it, or give a "
+        "default with ${QA_SCRIPT:-value}"
     )
+
+
+def test_an_unset_variable_outside_the_agents_is_an_error_at_once(tmp_path: Path) -> None:
+    write(tmp_path, "coalmine.yaml", "agents: {}\nstore: ${STORE_DIR}/runs.db\n")
+    error = config_error(tmp_path, {"OTHER": "x"})
+    assert error.line == 2
+    assert error.reason == (
+        "environment variable STORE_DIR is not set; set it, or give a default "
+        "with ${STORE_DIR:-value}"
+    )
+
+
+def test_reading_the_store_key_alone_skips_the_rest(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "coalmine.yaml",
+        "agents:\n  QA: {provider: nope, argv: '${UNSET}'}\ndefaults: {jobs: '${JOBS}'}\n"
+        "store: runs/${NAME:-main}.db\n",
+    )
+    config = load_config(tmp_path, providers=provider_settings(), environ={}, keys=("store",))
+    assert config.store_path == tmp_path.resolve() / "runs" / "main.db"
+    assert config.agents == {}
 
 
 def test_defaults_block(tmp_path: Path) -> None:

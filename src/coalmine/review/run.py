@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -27,15 +27,22 @@ import anyio
 
 from coalmine._util.clock import Clock, SystemClock
 from coalmine._util.hashing import hash_text
+from coalmine._util.secrets import redact
 from coalmine.config import AgentConfig, Config
 from coalmine.engine.call import Caller
 from coalmine.engine.execute import run_bounded
 from coalmine.engine.grading import judge_fn_for
-from coalmine.engine.wiring import Wiring, coalmine_version, secret_values, start_run_record
+from coalmine.engine.wiring import (
+    Wiring,
+    coalmine_version,
+    require_variables,
+    secret_values,
+    start_run_record,
+)
 from coalmine.errors import CoalmineError, ConfigError, GradeError, ProviderError
 from coalmine.graders.base import GradeContext
 from coalmine.graders.llm_judge import ask_judge, first_json_object
-from coalmine.providers.base import AgentRequest, CallContext, redact
+from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.review.layout import Pipeline, ReviewEval, ReviewSet
 from coalmine.review.leakage import Leak, find_leaks
 from coalmine.review.staging import StagedEval, stage_all
@@ -226,7 +233,7 @@ async def run_review(
 
     Raises:
         LeakError: grading text is in an eval's framing or spec (nothing was called).
-        ConfigError: a role's agent is not configured.
+        ConfigError: a role's agent is not configured, or lacks an environment variable.
     """
     clock = clock or SystemClock()
     pipeline = review.pipeline
@@ -235,6 +242,7 @@ async def run_review(
         if leaks:
             raise LeakError(ev.name, leaks)
     agents = _agents(config, pipeline, models)
+    require_variables(agents.values())
     secrets = tuple(secret_values(config))
     wiring = Wiring(None, secrets, None, None)
     callers = {name: wiring.caller(agent) for name, agent in agents.items()}
@@ -342,12 +350,13 @@ async def _run_pipeline(
                 answer = await ask_judge(ctx, prompt, lambda text: parse_grades(ev, text),
                                          grader="review-grader")  # fmt: skip
             except GradeError as exc:
-                call.error = run.error = f"{name}: {exc.reason}"
+                call.error = run.error = redact(f"{name}: {exc.reason}", secrets)
                 return
-            run.grades = answer.verdict
-            call.output = redact(
-                json.dumps({g.id: {"verdict": g.verdict, "reason": g.reason}
-                            for g in answer.verdict}), secrets)  # fmt: skip
+            # a reason may quote what an agent echoed (its env): the table and notes show it
+            run.grades = [replace(g, reason=redact(g.reason, secrets)) for g in answer.verdict]
+            call.output = json.dumps(
+                {g.id: {"verdict": g.verdict, "reason": g.reason} for g in run.grades}
+            )
             continue
         leaks = find_leaks(hidden, {name: prompt})
         if leaks:  # an earlier output carried grading text: never send it
@@ -356,7 +365,7 @@ async def _run_pipeline(
         try:
             called = await caller.call(AgentRequest(prompt, context, timeout), timeout,
                                        repeat=run.sample)  # fmt: skip
-        except ProviderError as exc:
+        except ProviderError as exc:  # scrubbed by the caller
             call.error = run.error = f"{name}: {exc}"
             return
         outputs[name] = called.output.text
