@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from coalmine.config import DEFAULT_ROUTING, Config, load_config
 from coalmine.errors import ConfigError
@@ -349,3 +350,39 @@ def test_every_agent_may_have_a_description(tmp_path: Path) -> None:
     config = load_config(tmp_path, providers=provider_settings())
     assert config.agents["A"].description == "the stand-in"
     assert config.judge is not None and config.judge.description == "heuristic"
+
+
+class _QuotingSettings(BaseModel):
+    """A provider whose check quotes the value it refuses (as a URL check may)."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str
+
+    @field_validator("url")
+    @classmethod
+    def _refuse(cls, value: str) -> str:
+        raise ValueError(f"{value!r} is not served here")
+
+
+def test_an_agents_secrets_are_kept_and_never_quoted_in_an_error(tmp_path: Path) -> None:
+    environ = {"KEY": "url-key-5150", "TOKEN": "env-token-7070"}
+    write(tmp_path, "coalmine.yaml", """\
+        agents:
+          A:
+            provider: quoting
+            url: "https://u:pw-literal-99@h.example/run?key=${KEY}"
+        """)  # fmt: skip
+    providers = {**provider_settings(), "quoting": _QuotingSettings}
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path, providers=providers, environ=environ)
+    assert "is not served here" in str(info.value) and info.value.line == 4
+    assert "url-key-5150" not in str(info.value) and "pw-literal-99" not in str(info.value)
+    write(tmp_path, "coalmine.yaml", """\
+        agents:
+          B:
+            provider: command
+            argv: [agent, --api-key, "${KEY}", --model, "${TOKEN}"]
+            env: {HF_TOKEN: hf-literal-1234, MODE: "${TOKEN}", NO_COLOR: "1"}
+        """)  # fmt: skip
+    secrets = load(tmp_path, environ).agents["B"].secrets
+    assert set(secrets) == {"url-key-5150", "hf-literal-1234", "env-token-7070"}

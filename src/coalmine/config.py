@@ -344,8 +344,7 @@ def load_config(
                 Problem(doc.line_of(("judge", "blocking")), "judge.blocking must be true or false")
             )
         judge = _agent(INLINE_JUDGE, raw.judge, ("judge",), doc, expanded, providers, problems)
-    secrets = [s for a in [*agents.values(), judge] if a is not None for s in a.secrets]
-    _raise_if(problems, path, secrets)
+    _raise_if(problems, path)
     return Config(
         root=root,
         path=path,
@@ -388,7 +387,10 @@ def _agent(
             doc.line_of(loc), description if isinstance(description, str) else None,
             secrets=secrets, unset=unset,
         )  # fmt: skip
+    known = len(problems)
     agent = _build_agent(name, entry, loc, doc, providers, base_dir, problems)
+    for i in range(known, len(problems)):  # a message may quote a value: never a secret
+        problems[i] = Problem(problems[i].line, redact(problems[i].message, secrets))
     return replace(agent, secrets=secrets) if agent is not None else None
 
 
@@ -452,15 +454,13 @@ def _unknown_agent(
     )
 
 
-def _raise_if(problems: list[Problem], path: Path, secrets: list[str] | None = None) -> None:
+def _raise_if(problems: list[Problem], path: Path) -> None:
     if problems:
-        raise config_error(problems, path, secrets or [])
+        raise config_error(problems, path)
 
 
-def config_error(
-    problems: list[Problem], path: Path | None, secrets: list[str] | None = None
-) -> ConfigError:
-    """One error for every problem, each at its line (a value quoted in one is scrubbed)."""
+def config_error(problems: list[Problem], path: Path | None) -> ConfigError:
+    """One error for every problem, each at its line."""
     first = problems[0]
     rest = "".join(f"\n{path}:{p.line}: {p.message}" for p in problems[1:])
-    return ConfigError(redact(first.message + rest, secrets or []), path=path, line=first.line)
+    return ConfigError(first.message + rest, path=path, line=first.line)

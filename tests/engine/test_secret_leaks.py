@@ -33,6 +33,7 @@ FROM_ENV = {
     "URL_SECRET": "url-ENV-secret-c0ffee",  # a URL's query
     "PW_SECRET": "pw-ENV-secret-0b5e55",  # a URL's userinfo
     "AGENT_KEY": "sk-agent-secret-314159",  # api_key_env of an agent
+    "ARGV_SECRET": "argv-ENV-secret-a1b2c3",  # after a command's --api-key flag
     "JUDGE_KEY": "sk-judge-secret-271828",  # api_key_env of the judge
 }
 LITERAL = {
@@ -44,7 +45,7 @@ SECRETS = [*FROM_ENV.values(), *LITERAL.values()]
 AGENT = """\
 import os, sys
 prompt = sys.stdin.read()
-env = " ".join(os.environ[k] for k in ("OPENAI_API_KEY", "SESSION_TOKEN"))
+env = " ".join([os.environ["OPENAI_API_KEY"], os.environ["SESSION_TOKEN"], *sys.argv])
 print("echoing my env:", env, file=sys.stderr)
 if "crash" in prompt:
     sys.exit(1)
@@ -96,7 +97,7 @@ def build(project: Project, service: JsonService, openai: FakeOpenAI) -> None:
             "agents": {
                 "Analyst": {
                     "provider": "command",
-                    "argv": agent,
+                    "argv": [*agent, "--api-key", "${ARGV_SECRET}"],
                     "env": {
                         "OPENAI_API_KEY": "${CMD_SECRET}",
                         "SESSION_TOKEN": LITERAL["SESSION_TOKEN"],

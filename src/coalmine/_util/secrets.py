@@ -3,14 +3,16 @@
 One mechanism serves every run. The config records which of its values came from the
 environment through ``${…}`` and where (:mod:`coalmine._util.interpolation`);
 :func:`config_secrets` picks the secrets among an agent's values by where they sit: every
-``${…}`` value of a header or of an ``env:`` entry, a header or ``env:`` entry whose name marks a
-credential even when written literally, and in a URL the password and every ``${…}`` value of
-its userinfo or query (and a query parameter whose name marks a credential). The keys that
-providers read from the environment at call time (``api_key_env``) join them at the start of a
-run. Then each secret is replaced by :data:`MARKER` in every text coalmine writes or prints
-(:func:`redact`, :func:`redact_data`, :func:`redact_model`), and where a secret shapes an
-identity (the response cache's key, a cassette's settings) its place holds a digest of it
-(:func:`conceal`): a changed key still changes the identity, and the key is never written.
+``${…}`` value of a header or of an ``env:`` entry; a header or ``env:`` entry whose name marks a
+credential, even when written literally; in a URL, the password, every ``${…}`` value of its
+userinfo or query, and a query parameter whose name marks a credential; and a ``${…}`` value
+whose key, or the flag before it in a list, names a credential (``apiKey: ${K}``,
+``argv: [agent, --api-key, ${K}]``). The keys providers read from the environment at call time
+(``api_key_env``) join them at the start of a run. Each secret is then replaced by
+:data:`MARKER` in every text coalmine writes or prints (:func:`redact`, :func:`redact_data`,
+:func:`redact_model`); where a secret shapes an identity (the response cache's key, a cassette's
+settings) its place holds a digest of it (:func:`conceal`): a changed key still changes the
+identity, and the key is never written.
 """
 
 from __future__ import annotations
@@ -68,17 +70,27 @@ def config_secrets(data: Any, substituted: Iterable[tuple[Loc, str]]) -> list[st
     for loc, value in substituted:
         by_loc.setdefault(loc, []).append(value)
     found: list[str] = []
-    for loc, text in _strings(data, ()):
+    for loc, text, before in _strings(data, (), None):
         values = by_loc.get(loc, [])
         parent = loc[-2] if len(loc) >= 2 else None
-        name = str(loc[-1]) if loc else ""
+        key = loc[-1] if loc else ""
         if parent in ("headers", "env"):
             found += values
-            if sensitive_header(name) if parent == "headers" else sensitive_name(name):
+            if sensitive_header(str(key)) if parent == "headers" else sensitive_name(str(key)):
                 found += [text, text.split()[-1]] if text.split() else []  # "Bearer KEY": KEY too
+        elif values and _names_a_credential(key, before, text):
+            found += values  # apiKey: ${K}, or argv [..., --api-key, ${K}] and --token=${K}
         if "://" in text:
             found += _url_secrets(text, values)
     return _unique(found)
+
+
+def _names_a_credential(key: str | int, before: Any, text: str) -> bool:
+    """Whether a value is named as a credential: by its key, or by the flag that precedes it."""
+    if isinstance(key, str):
+        return sensitive_name(key) and not key.lower().endswith("env")  # api_key_env: a name
+    flag = before if isinstance(before, str) and before.startswith("-") else text.partition("=")[0]
+    return flag.startswith("-") and sensitive_name(flag)
 
 
 def _url_secrets(url: str, values: Sequence[str]) -> list[str]:
@@ -100,15 +112,16 @@ def _url_secrets(url: str, values: Sequence[str]) -> list[str]:
     return found
 
 
-def _strings(value: Any, loc: Loc) -> Iterable[tuple[Loc, str]]:
+def _strings(value: Any, loc: Loc, before: Any) -> Iterable[tuple[Loc, str, Any]]:
+    """Every string of ``value``: where it is, and the list item before it (a flag?)."""
     if isinstance(value, str):
-        yield loc, value
+        yield loc, value, before
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from _strings(item, (*loc, key))
+            yield from _strings(item, (*loc, key), None)
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            yield from _strings(item, (*loc, i))
+            yield from _strings(item, (*loc, i), value[i - 1] if i else None)
 
 
 def _unique(values: Iterable[str]) -> list[str]:
