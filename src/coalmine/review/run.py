@@ -27,6 +27,7 @@ import anyio
 
 from coalmine._util.clock import Clock, SystemClock
 from coalmine._util.hashing import hash_text
+from coalmine._util.markdown import md_code, md_text
 from coalmine._util.secrets import redact
 from coalmine.config import AgentConfig, Config
 from coalmine.engine.call import Caller
@@ -457,8 +458,8 @@ def render_table(runs: Sequence[EvalRun]) -> str:
             got = verdicts.get((key, aid))
             counts[majority(got) if got else "fail"] += 1
         errored = any(r.error for r in runs if r.key == key)
-        name = f"{key} ⚠ error" if errored else key
-        lines.append(f"| {name} | {span} | {counts['pass']} | {counts['fail']} | "
+        name = md_text(key) + (" ⚠ error" if errored else "")
+        lines.append(f"| {name} | {md_text(span)} | {counts['pass']} | {counts['fail']} | "
                      f"{counts['partial']} |")  # fmt: skip
         total["n"] += len(ids)
         for v in counts:
@@ -475,22 +476,23 @@ def render_highlights(runs: Sequence[EvalRun], regressions: Sequence[str]) -> st
     """(eval, what happened, an error?) → the samples it happened in (reruns often fail alike)."""
     for run in runs:
         if run.error:
-            found.setdefault((run.key, f": error: {run.error}", True), []).append(run.sample)
+            what = f": error: {md_text(run.error)}"
+            found.setdefault((run.key, what, True), []).append(run.sample)
         for g in run.grades:
             if g.verdict != "pass":
                 text = next(a.text for a in run.eval.assertions if a.id == g.id)
-                what = f" {g.id} {g.verdict.upper()}: {text} — {g.reason}"
+                what = f" {md_text(f'{g.id} {g.verdict.upper()}: {text} — {g.reason}')}"
                 found.setdefault((run.key, what, False), []).append(run.sample)
     lines = [
-        f"- **{key}**{_samples(taken, error=error, of=samples)}{what}"
+        f"- **{md_text(key)}**{_samples(taken, error=error, of=samples)}{what}"
         for (key, what, error), taken in found.items()
     ]
     if samples > 1:
         lines += ["", f"Pass rates over {samples} samples:"]
         for (key, aid), verdicts in sorted(_verdicts_by_key(runs).items()):
-            lines.append(f"- {key} {aid}: {verdicts.count('pass')}/{len(verdicts)}")
+            lines.append(f"- {md_text(f'{key} {aid}')}: {verdicts.count('pass')}/{len(verdicts)}")
     if regressions:
-        lines += ["", "Regressions since the prior run:", *[f"- {r}" for r in regressions]]
+        lines += ["", "Regressions since the prior run:", *[f"- {md_text(r)}" for r in regressions]]
     if not any(r.error or any(g.verdict != "pass" for g in r.grades) for r in runs):
         lines.insert(0, "Every assertion passed.")
     return "\n".join(lines).strip()
@@ -526,14 +528,16 @@ def write_note(
         path = folder / f"harness-{date}-eval-runs-{n}.md"
         n += 1
     roles = "\n".join(
-        f"- {name}: {role.agent} ({agents[role.agent].provider}) ← {', '.join(role.inputs)}"
+        f"- {md_text(name)}: {md_text(role.agent)} ({md_text(agents[role.agent].provider)}) ← "
+        + md_text(", ".join(role.inputs))
         for name, role in pipeline.roles.items()
     )
     samples = max((r.sample for r in runs), default=0) + 1
+    shown = md_code(f"coalmine runs show {run_id}")
     text = (
         f"# Review eval runs — {date}\n\n"
-        f"Harness: coalmine {coalmine_version() or 'unknown'} · run `{run_id}` in the run store "
-        f"(`coalmine runs show {run_id}`) · config {config.path}\n\n"
+        f"Harness: coalmine {coalmine_version() or 'unknown'} · run {md_code(run_id)} in the run "
+        f"store ({shown}) · config {md_text(str(config.path))}\n\n"
         f"Roles (each sees only its inputs):\n{roles}\n\n"
         f"Samples per eval: {samples}\n\n"
         f"{render_table(runs)}\n\n## Highlights\n\n{render_highlights(runs, regressions)}\n"
