@@ -19,6 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
+from coalmine.config import AgentConfig
+from coalmine.engine.call import Caller
+from coalmine.providers.base import build_provider
+from coalmine.providers.http import HttpSettings
 from tests.helpers.cli import run_main
 from tests.helpers.json_service import JsonService
 from tests.helpers.json_service import Received as ServiceRequest
@@ -278,3 +282,15 @@ def test_a_secret_shapes_the_cache_key_by_its_digest_alone(
     db = (project.root / ".coalmine" / "coalmine.db").read_bytes()
     assert first.encode() not in db and second.encode() not in db
     assert db.count(b'"OPENAI_API_KEY":"***sha256:') == 2  # one entry per secret
+
+
+def test_a_judge_keeps_its_calibration_identity_when_its_key_is_rotated() -> None:
+    def caller(key: str) -> Caller:
+        settings = HttpSettings(url="http://127.0.0.1:9/judge", headers={"Authorization": key})
+        agent = AgentConfig("judge", "http", settings, Path())
+        return Caller(build_provider(agent), agent, secrets=(key,))
+
+    old, new = caller("Bearer old-key-1111"), caller("Bearer new-key-2222")
+    assert old.identity() != new.identity()  # the response cache does not mix the two
+    assert "old-key-1111" not in json.dumps(old.identity())
+    assert old.identity_key() == new.identity_key()  # a calibration holds for both

@@ -204,6 +204,14 @@ def secret_digest(secret: str) -> str:
     return MARKER + hash_text(secret)[:23]
 
 
+_DIGEST = re.compile(re.escape(MARKER) + r"sha256:[0-9a-f]{16}")
+
+
+def forget_digests(value: T) -> T:
+    """``value`` with each :func:`secret_digest` made the plain marker (the same for any key)."""
+    return _map_strings(value, lambda text: _DIGEST.sub(MARKER, text))  # type: ignore[no-any-return]
+
+
 def conceal(value: T, secrets: Sequence[str]) -> T:
     """``value`` with every secret in its strings replaced by :func:`secret_digest` of it.
 

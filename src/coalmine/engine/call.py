@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from coalmine._util.hashing import canonical_json, hash_text
-from coalmine._util.secrets import conceal, redact, redact_model
+from coalmine._util.secrets import conceal, forget_digests, redact, redact_model
 from coalmine.config import AgentConfig
 from coalmine.engine.limits import RateGate, backoff_delay
 from coalmine.errors import AgentTimeout, ProviderError
@@ -172,8 +172,11 @@ class Caller:
         return {"provider": self.agent.provider, "agent": self.agent.name}
 
     def identity_key(self) -> str:
-        """A stable hash of ``identity()`` (how calibration records name a judge)."""
-        return hash_text(canonical_json(self.identity()))
+        """A stable hash of ``identity()`` (how calibration records name a judge).
+
+        It holds no digest of a secret: a judge keeps its calibration when its key is rotated.
+        """
+        return hash_text(canonical_json(forget_digests(self.identity())))
 
     def _key(self, request: AgentRequest, repeat: int) -> CacheKey | None:
         if self.cache is None or getattr(self.provider, "cache_identity", None) is None:
