@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from coalmine.config import DEFAULT_ROUTING, Config, load_config
 from coalmine.errors import ConfigError
@@ -267,17 +268,47 @@ def test_env_default_used_when_variable_is_empty(tmp_path: Path) -> None:
     assert judge_settings(load(tmp_path, {"M": ""})).model == "fallback"
 
 
-def test_unset_variable_without_default(tmp_path: Path) -> None:
+def test_an_agents_unset_variable_is_an_error_only_where_its_settings_are_used(
+    tmp_path: Path,
+) -> None:
     text = (
         "agents:\n  QA:\n    provider: command\n    argv:\n      - python3\n      - ${QA_SCRIPT}\n"
+        "  Other: {provider: command, argv: [python3]}\n"
     )
     write(tmp_path, "coalmine.yaml", text)
-    error = config_error(tmp_path, {"OTHER": "x"})
-    assert error.line == 6
-    assert error.reason == (
-        "environment variable QA_SCRIPT is not set; set it, or give a default "
-        "with ${QA_SCRIPT:-value}"
+    config = load(tmp_path, {"OTHER": "x"})
+    qa = config.agents["QA"]
+    assert [(u.name, u.line, u.setting) for u in qa.unset] == [("QA_SCRIPT", 6, "argv.1")]
+    assert qa.resolved is None and config.agents["Other"].unset == ()
+    with pytest.raises(ConfigError) as info:
+        qa.settings  # noqa: B018 - reading them is what raises
+    assert info.value.line == 6
+    assert info.value.reason == (
+        "agent 'QA' (argv.1): the environment variable QA_SCRIPT is not set; set it, or give a "
+        "default with ${QA_SCRIPT:-value}"
     )
+
+
+def test_an_unset_variable_outside_the_agents_is_an_error_at_once(tmp_path: Path) -> None:
+    write(tmp_path, "coalmine.yaml", "agents: {}\nstore: ${STORE_DIR}/runs.db\n")
+    error = config_error(tmp_path, {"OTHER": "x"})
+    assert error.line == 2
+    assert error.reason == (
+        "environment variable STORE_DIR is not set; set it, or give a default "
+        "with ${STORE_DIR:-value}"
+    )
+
+
+def test_reading_the_store_key_alone_skips_the_rest(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "coalmine.yaml",
+        "agents:\n  QA: {provider: nope, argv: '${UNSET}'}\ndefaults: {jobs: '${JOBS}'}\n"
+        "store: runs/${NAME:-main}.db\n",
+    )
+    config = load_config(tmp_path, providers=provider_settings(), environ={}, keys=("store",))
+    assert config.store_path == tmp_path.resolve() / "runs" / "main.db"
+    assert config.agents == {}
 
 
 def test_defaults_block(tmp_path: Path) -> None:
@@ -319,3 +350,39 @@ def test_every_agent_may_have_a_description(tmp_path: Path) -> None:
     config = load_config(tmp_path, providers=provider_settings())
     assert config.agents["A"].description == "the stand-in"
     assert config.judge is not None and config.judge.description == "heuristic"
+
+
+class _QuotingSettings(BaseModel):
+    """A provider whose check quotes the value it refuses (as a URL check may)."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str
+
+    @field_validator("url")
+    @classmethod
+    def _refuse(cls, value: str) -> str:
+        raise ValueError(f"{value!r} is not served here")
+
+
+def test_an_agents_secrets_are_kept_and_never_quoted_in_an_error(tmp_path: Path) -> None:
+    environ = {"KEY": "url-key-5150", "TOKEN": "env-token-7070"}
+    write(tmp_path, "coalmine.yaml", """\
+        agents:
+          A:
+            provider: quoting
+            url: "https://u:pw-literal-99@h.example/run?key=${KEY}"
+        """)  # fmt: skip
+    providers = {**provider_settings(), "quoting": _QuotingSettings}
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path, providers=providers, environ=environ)
+    assert "is not served here" in str(info.value) and info.value.line == 4
+    assert "url-key-5150" not in str(info.value) and "pw-literal-99" not in str(info.value)
+    write(tmp_path, "coalmine.yaml", """\
+        agents:
+          B:
+            provider: command
+            argv: [agent, --api-key, "${KEY}", --model, "${TOKEN}"]
+            env: {HF_TOKEN: hf-literal-1234, MODE: "${TOKEN}", NO_COLOR: "1"}
+        """)  # fmt: skip
+    secrets = load(tmp_path, environ).agents["B"].secrets
+    assert set(secrets) == {"url-key-5150", "hf-literal-1234", "env-token-7070"}

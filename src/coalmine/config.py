@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -29,6 +29,8 @@ from coalmine._source import (
     load_yaml,
     validation_problems,
 )
+from coalmine._util.interpolation import Expanded, expand
+from coalmine._util.secrets import config_secrets, redact
 from coalmine.errors import ConfigError
 
 CONFIG_FILE = "coalmine.yaml"
@@ -153,12 +155,23 @@ class _ConfigFile(BaseModel):
 
 
 @dataclass(frozen=True)
+class UnsetVariable:
+    """A ``${VAR}`` of an agent whose variable is not set and has no default."""
+
+    name: str
+    line: int | None
+    setting: str
+    """Where it is written in the agent's entry, e.g. ``env.OPENAI_API_KEY``."""
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     """One configured agent: its provider and validated provider settings."""
 
     name: str
     provider: str
-    settings: BaseModel
+    resolved: BaseModel | None
+    """The validated provider settings; ``None`` while one of its variables is unset."""
     base_dir: Path
     """The config file's folder: relative paths resolve here; commands run here."""
     path: Path | None = None
@@ -167,6 +180,32 @@ class AgentConfig:
     """Free text about the agent (every agent may have it, whatever its provider)."""
     policy: CallPolicy = CallPolicy()
     """Retries and limits (keys beside ``provider:``)."""
+    secrets: tuple[str, ...] = ()
+    """The values of its entry that are secrets: scrubbed from all a run writes or prints."""
+    unset: tuple[UnsetVariable, ...] = ()
+    """Its ``${VAR}`` whose variables are unset: a run that uses it stops before any call."""
+
+    @property
+    def settings(self) -> BaseModel:
+        """The validated provider settings.
+
+        Raises:
+            ConfigError: a variable the settings need is unset (named, with its line).
+        """
+        if self.resolved is None:
+            raise config_error(self.unset_problems(), self.path)
+        return self.resolved
+
+    def unset_problems(self) -> list[Problem]:
+        """Each unset variable of this agent, at its line."""
+        return [
+            Problem(
+                u.line,
+                f"agent {self.name!r} ({u.setting}): the environment variable {u.name} is not "
+                f"set; set it, or give a default with ${{{u.name}:-value}}",
+            )
+            for u in self.unset
+        ] or [Problem(self.line, f"agent {self.name!r}: its settings could not be resolved")]
 
 
 JudgeMode = Literal["unset", "none", "agent"]
@@ -218,6 +257,7 @@ def load_config(
     *,
     providers: Mapping[str, type[BaseModel]],
     environ: Mapping[str, str] | None = None,
+    keys: Collection[str] | None = None,
 ) -> Config:
     """Load the configuration of the project at ``root``.
 
@@ -225,6 +265,8 @@ def load_config(
         root: the project folder.
         providers: provider name → its settings model, to validate each agent.
         environ: the variables ``${VAR}`` expands from (default: ``os.environ``).
+        keys: read only these top-level keys (a command that reads the store needs ``store``
+            alone): the others are neither expanded nor checked.
 
     Raises:
         ConfigError: every problem found, each with file and line.
@@ -244,20 +286,38 @@ def load_config(
         doc = Document(doc.path, {}, doc.lines, doc.first_line)
     if not isinstance(doc.data, dict):
         raise ConfigError("the configuration must be a mapping", path=path, line=doc.first_line)
-    env = os.environ if environ is None else environ
-    problems: list[Problem] = []
-    data = _expand(doc.data, (), doc, env, problems)
+    if keys is not None:
+        doc = Document(
+            doc.path, {k: v for k, v in doc.data.items() if k in keys}, doc.lines, doc.first_line
+        )
+    expanded = expand(doc.data, os.environ if environ is None else environ)
+    data = expanded.data
     doc = Document(doc.path, data, doc.lines, doc.first_line)
+    # an agent's variables are needed only by a run that calls it: that run checks them
+    listed = data.get("agents")
+    deferred: list[tuple[str, ...]] = [
+        ("agents", n) for n in (listed if isinstance(listed, dict) else {})
+    ]
+    if isinstance(data.get("judge"), dict):
+        deferred.append(("judge",))
+    problems = [
+        Problem(
+            doc.line_of(u.loc),
+            f"environment variable {u.var} is not set; set it, or give a default "
+            f"with ${{{u.var}:-value}}",
+        )
+        for u in expanded.unset
+        if u.loc[:2] not in deferred and u.loc[:1] not in deferred
+    ]
     _raise_if(problems, path)
     try:
         raw = _ConfigFile.model_validate(data)
     except ValidationError as exc:
         _raise_if(validation_problems(exc, doc, _ConfigFile), path)
         raise  # pragma: no cover - validation_problems always yields one problem per error
-    base_dir = path.parent
     agents = {}
     for name, entry in raw.agents.items():
-        agent = _build_agent(name, entry, ("agents", name), doc, providers, base_dir, problems)
+        agent = _agent(name, entry, ("agents", name), doc, expanded, providers, problems)
         if agent is not None:
             agents[name] = agent
     routing = dict(DEFAULT_ROUTING)
@@ -283,9 +343,7 @@ def load_config(
             problems.append(
                 Problem(doc.line_of(("judge", "blocking")), "judge.blocking must be true or false")
             )
-        judge = _build_agent(
-            INLINE_JUDGE, raw.judge, ("judge",), doc, providers, base_dir, problems
-        )
+        judge = _agent(INLINE_JUDGE, raw.judge, ("judge",), doc, expanded, providers, problems)
     _raise_if(problems, path)
     return Config(
         root=root,
@@ -302,6 +360,38 @@ def load_config(
         python_graders=raw.python_graders,
         judge_calibration=raw.judge_calibration,
     )
+
+
+def _agent(
+    name: str,
+    entry: dict[str, Any],
+    loc: tuple[str, ...],
+    doc: Document,
+    expanded: Expanded,
+    providers: Mapping[str, type[BaseModel]],
+    problems: list[Problem],
+) -> AgentConfig | None:
+    """The agent at ``loc`` with its secrets; while a variable of it is unset, unvalidated."""
+    own = expanded.under(loc)
+    secrets = tuple(config_secrets(entry, [(f.loc, f.value) for f in own.from_env]))
+    base_dir = doc.path.parent
+    if own.unset:
+        provider = entry.get("provider")
+        description = entry.get("description")
+        unset = tuple(
+            UnsetVariable(u.var, doc.line_of((*loc, *u.loc)), ".".join(map(str, u.loc)))
+            for u in own.unset
+        )
+        return AgentConfig(
+            name, provider if isinstance(provider, str) else "", None, base_dir, doc.path,
+            doc.line_of(loc), description if isinstance(description, str) else None,
+            secrets=secrets, unset=unset,
+        )  # fmt: skip
+    known = len(problems)
+    agent = _build_agent(name, entry, loc, doc, providers, base_dir, problems)
+    for i in range(known, len(problems)):  # a message may quote a value: never a secret
+        problems[i] = Problem(problems[i].line, redact(problems[i].message, secrets))
+    return replace(agent, secrets=secrets) if agent is not None else None
 
 
 def _build_agent(
@@ -364,43 +454,13 @@ def _unknown_agent(
     )
 
 
-_VAR = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def _expand(
-    value: Any, loc: tuple[Any, ...], doc: Document, env: Mapping[str, str], problems: list[Problem]
-) -> Any:
-    """Expand ``${VAR}`` and ``${VAR:-default}`` in every string of ``value``."""
-    if isinstance(value, dict):
-        return {k: _expand(v, (*loc, k), doc, env, problems) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_expand(v, (*loc, i), doc, env, problems) for i, v in enumerate(value)]
-    if not isinstance(value, str) or "${" not in value:
-        return value
-
-    def substitute(match: re.Match[str]) -> str:
-        if match.group(0) == "$${":
-            return "${"
-        var, default = match.group(1), match.group(2)
-        if default is not None:  # ":-" as in the shell: the default when unset or empty
-            return env.get(var) or default
-        if var in env:
-            return env[var]
-        problems.append(
-            Problem(
-                doc.line_of(loc),
-                f"environment variable {var} is not set; set it, or give a default "
-                f"with ${{{var}:-value}}",
-            )
-        )
-        return ""
-
-    return _VAR.sub(substitute, value)
-
-
 def _raise_if(problems: list[Problem], path: Path) -> None:
-    if not problems:
-        return
+    if problems:
+        raise config_error(problems, path)
+
+
+def config_error(problems: list[Problem], path: Path | None) -> ConfigError:
+    """One error for every problem, each at its line."""
     first = problems[0]
     rest = "".join(f"\n{path}:{p.line}: {p.message}" for p in problems[1:])
-    raise ConfigError(first.message + rest, path=path, line=first.line)
+    return ConfigError(first.message + rest, path=path, line=first.line)

@@ -198,3 +198,26 @@ def test_live_promptfoo_runs_exported_imported_suites_as_it_ran_the_original(
                 theirs["failureReason"],
             ), where
             assert math.isclose(row["score"], theirs["score"], abs_tol=1e-9), where
+
+
+def test_a_secret_of_the_agent_is_never_written_into_the_exported_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATEWAY_KEY", "gw-secret-key-8080")
+    project = tmp_path / "project"
+    (project / "harness" / "evals").mkdir(parents=True)
+    (project / "coalmine.yaml").write_text(
+        "agents:\n  gpt:\n    provider: openai\n    model: gpt-4o-mini\n"
+        '    base_url: "https://gateway.example/v1?key=${GATEWAY_KEY}"\n',
+        encoding="utf-8",
+    )
+    line = {"id": "a", "prompt": "hi", "expected": "hi", "graders": [{"type": "equals"}]}
+    (project / "harness" / "evals" / "s.jsonl").write_text(json.dumps(line) + "\n")
+    out = tmp_path / "pf" / "promptfooconfig.yaml"
+    code, output = export(project, "s", out)
+    text = out.read_text(encoding="utf-8")
+    assert "gw-secret-key-8080" not in text + output
+    assert yaml.safe_load(text)["providers"][0]["config"]["apiBaseUrl"] == (
+        "https://gateway.example/v1?key=***"
+    )
+    assert code == 1 and "agent gpt: its secrets are written as ***: fill them in" in output

@@ -156,6 +156,9 @@ def test_plain_value_of_a_credential_header_is_treated_as_secret(
     error = fail(provider)
     assert KEY not in str(error)
     assert KEY not in json.dumps(provider.cache_identity())
+    # a new key is a new identity: the response cache does not answer for the old one
+    other = make(json_service, headers={"Authorization": "Bearer another-key-0000"})
+    assert other.cache_identity() != provider.cache_identity()
 
 
 @pytest.mark.parametrize(

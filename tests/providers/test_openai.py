@@ -161,6 +161,17 @@ def test_error_body_echoing_the_key_is_redacted(
     assert "Incorrect API key provided: ***" in str(error)
 
 
+def test_credentials_in_the_url_beside_a_key_are_a_config_failure_not_a_crash(
+    tmp_path: Path, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COALMINE_TEST_KEY", KEY)
+    url = openai_server.base_url.replace("http://", "http://bot:pw@")
+    error = fail(make(tmp_path, url, api_key_env="COALMINE_TEST_KEY"))
+    assert (error.kind, error.retryable) == ("config", False)
+    assert "Cannot combine AUTHORIZATION header" in str(error)
+    assert openai_server.requests == []
+
+
 def test_malformed_body_echoing_the_key_is_redacted(
     tmp_path: Path, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -78,16 +78,16 @@ def test_openai_agent_http_error_is_an_agent_error(
     assert KEY not in proc.stdout + proc.stderr
 
 
-def test_openai_agent_without_its_key_is_an_agent_error(
+def test_openai_agent_without_its_key_stops_the_run_before_any_call(
     project: Project, openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("AGENT_KEY", raising=False)
     configure(project, openai_server)
     proc = project.run_cli("canary", "run", "--display", "none")
-    assert proc.returncode == 1, proc.stderr
-    [result] = project.last_result()["results"]
-    assert result["reason"] == "agent_error"
-    assert "AGENT_KEY" in result["error"]
+    assert proc.returncode == 2, proc.stderr
+    assert "the environment variable AGENT_KEY is not set" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert project.results() == []
     assert openai_server.requests == []
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from markdown_it import MarkdownIt
 
 from tests.helpers.project import Project
 
@@ -220,3 +221,47 @@ def test_a_failure_every_sample_shares_is_listed_once(project: Project) -> None:
     assert len(failed) == 1, proc.stdout
     assert failed[0].startswith("- **sql@lazy_reviewer** (all 3 samples) 1.2 FAIL: ")
     assert "- sql@lazy_reviewer 1.2: 0/3" in proc.stdout
+
+
+HOSTILE_GRADER = """\
+import json, re
+
+
+def reviewer(prompt, context):
+    return "No findings."
+
+
+def grader(prompt, context):
+    reason = "<img src=x onerror=alert(1)> missing;\\n- not an item\\n# not a heading | cell"
+    ids = re.findall(r"- \\[([^\\]]+)\\]", prompt)
+    return json.dumps({"assertions": {i: {"verdict": "fail", "reason": reason} for i in ids}})
+"""
+
+
+def test_the_session_note_escapes_what_the_roles_and_the_eval_wrote(project: Project) -> None:
+    module = f"hostile_review_{abs(hash(str(project.root))) % 10**8}"
+    project.write(f"{module}.py", HOSTILE_GRADER)
+    agents = {n: {"provider": "python", "target": f"{module}:{n}"} for n in ("reviewer", "grader")}
+    project.config({"agents": agents, "judge": "none"})
+    pipeline = {"roles": {"reviewer": {"agent": "reviewer", "inputs": ["diff", "prompt"]},
+                          "grader": {"agent": "grader", "inputs": ["reviewer", "assertions"],
+                                     "grader": True}}}  # fmt: skip
+    project.write("evals/review/pipeline.yaml", yaml.safe_dump(pipeline, sort_keys=False))
+    eval_json = {"prompt": "Review it.", "assertions": [
+        {"id": "1.1", "text": "Names <script>alert(1)</script> | the flaw", "target": "reviewer"},
+        {"id": "1.2", "text": "Says **why**\n- twice", "target": "reviewer"}]}  # fmt: skip
+    project.write("evals/review/x_y/eval.json", json.dumps(eval_json))
+    project.write("evals/review/x_y/test-files/a.py", "x = 1\n")
+    proc = project.run_cli("review", "run")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [note] = (project.root / "evals" / "review" / "sessions").glob("*.md")
+    text = note.read_text(encoding="utf-8")
+    parser = MarkdownIt("commonmark", {"html": True}).enable("table")
+    tokens = [t for block in parser.parse(text) for t in [block, *(block.children or [])]]
+    assert not [t for t in tokens if t.type.startswith(("html", "link", "image"))]
+    assert [t.type for t in tokens].count("heading_open") == 2  # the title and Highlights
+    rendered = parser.render(text)
+    assert "<script" not in rendered and "<img" not in rendered
+    highlights = text.split("## Highlights\n\n", 1)[1]
+    assert highlights.count("\n- ") + highlights.startswith("- ") == 2  # one line a failure
+    assert "| x_y | 1.1–1.2 (2) | 0 | 2 | 0 |" in text

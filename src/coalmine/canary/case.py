@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coalmine._util.clock import Clock
+from coalmine._util.secrets import redact, redact_model
 from coalmine.canary.plan import PlannedCanary
 from coalmine.config import Price
 from coalmine.engine.call import Caller
@@ -23,7 +24,7 @@ from coalmine.errors import FailureKind, GradeError, ProviderError
 from coalmine.graders.base import GradeContext, JudgeFn
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeAttempt, JudgeGrade
-from coalmine.providers.base import AgentRequest, CallContext, redact, redact_model
+from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.results import (
     OUTPUT_LIMIT,
     AgentOutput,

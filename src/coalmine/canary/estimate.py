@@ -52,11 +52,11 @@ def estimate(plan: CanaryPlan, *, no_judge: bool) -> DryRun:
     judge_agent = None if no_judge else config.judge
     judge = None
     if judge_agent is not None:
-        judge = _planned(judge_agent.name, judge_agent.settings, config.pricing)
+        judge = _planned(judge_agent.name, judge_agent.resolved, config.pricing)
     for canary in plan.canaries:
         agent = canary.agent
         entry = by_agent.setdefault(
-            agent.name, _planned(agent.name, agent.settings, config.pricing)
+            agent.name, _planned(agent.name, agent.resolved, config.pricing)
         )
         spec = canary.loaded.spec
         entry.calls += 1

@@ -45,6 +45,7 @@ from coalmine.engine.wiring import (
     coalmine_version,
     describe_judge,
     recording_run_agents,
+    require_variables,
     secret_values,
     start_run_record,
 )
@@ -120,15 +121,19 @@ async def run_canaries(
         judge_reruns: ask the judge this many times per judge grade; the majority decides.
 
     Raises:
-        ConfigError: a canary needs a judge and none is configured, or an agent cannot be built.
+        ConfigError: a canary needs a judge and none is configured, an agent cannot be built,
+            or an agent (or the judge) it uses lacks an environment variable.
         UsageError: ``resume`` names a finished run, or is given without a store.
     """
     config = plan.config
     require_judge(plan, disabled=no_judge)
+    needs_judge = not no_judge and any(c.needs_judge for c in plan.canaries)
+    judge_agent = config.judge if needs_judge else None
+    if replay is None:  # a replay calls nothing, so it needs no variable
+        require_variables([*(c.agent for c in plan.canaries), judge_agent])
     functions = load_python_graders(config)
     clock = clock or SystemClock()
     t0 = clock.monotonic()
-    judge_agent = None if no_judge else config.judge
     judge_info = describe_judge(config, no_judge)
     stored = _RunRecord.open(
         store, resume, plan, clock, judge_info, {"jobs": jobs, "no_judge": no_judge,

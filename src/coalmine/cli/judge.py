@@ -15,7 +15,7 @@ import click
 from coalmine._util.files import write_file
 from coalmine.cli.options import root_option, store_option
 from coalmine.engine.grading import judge_fn_for
-from coalmine.engine.history import project_config
+from coalmine.engine.history import open_store, project_config
 from coalmine.engine.wiring import Wiring, secret_values
 from coalmine.errors import ConfigError, UsageError
 from coalmine.judge.calibrate import calibrate
@@ -119,8 +119,7 @@ def report_command(
     root: Path, store_path: Path | None, judge_name: str | None, html_path: Path | None, fmt: str
 ) -> int:
     """Show the newest calibration of each judge (or of --judge): figures and intervals."""
-    config = project_config(root)
-    store = Store.open(store_path or config.store_path)
+    store = open_store(root, path=store_path)
     try:
         rows = store.newest_calibrations()
     finally:
@@ -313,8 +312,7 @@ def label_command(
     criteria = _parse_criteria(criteria_options)
     asked = Asked(criteria=criteria) if criteria else Asked(rubric=rubric) if rubric else None
     name = labeller or os.environ.get("USER") or "me"
-    config = project_config(root)
-    store = Store.open(store_path or config.store_path)
+    store = open_store(root, path=store_path)
     try:
         info = store.get_run(run_ref)
         run_root = Path(info.root) if Path(info.root).is_dir() else root.resolve()

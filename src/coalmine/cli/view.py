@@ -9,7 +9,7 @@ import anyio
 import click
 
 from coalmine.cli.options import root_option, store_option
-from coalmine.engine.history import project_config
+from coalmine.engine.history import project_store_path
 from coalmine.errors import UsageError
 
 
@@ -33,7 +33,7 @@ def view_command(
     from coalmine.store.runs import Store
     from coalmine.view.app import ViewConfig, serve
 
-    path = store_path or project_config(root).store_path
+    path = store_path or project_store_path(root)
     if not path.is_file():
         raise UsageError(
             f"there is no run store at {path} yet: run `coalmine canary run` or "

@@ -1,7 +1,9 @@
 """Call an agent as every run does: its limits, retries and timeout, the cache, the cassettes.
 
 :class:`Caller` is one agent's door; its answer comes back as a :class:`CallOutcome`, with how
-it was obtained (cache hit or miss) and the attempts that failed before it.
+it was obtained (cache hit or miss) and the attempts that failed before it. Nothing that leaves
+it holds a secret of the run: a failure's message and stderr are scrubbed, the cache and the
+cassette get the answer scrubbed, and the identity they key on holds a digest of each secret.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from typing import Any
 import anyio
 
 from coalmine._util.hashing import canonical_json, hash_text
+from coalmine._util.secrets import conceal, forget_digests, redact, redact_model
 from coalmine.config import AgentConfig
 from coalmine.engine.limits import RateGate, backoff_delay
 from coalmine.errors import AgentTimeout, ProviderError
-from coalmine.providers.base import AgentRequest, Provider, redact, redact_model
+from coalmine.providers.base import AgentRequest, Provider
 from coalmine.providers.replay import Cassette
 from coalmine.results import (
     AgentOutput,
@@ -48,7 +51,7 @@ class Caller:
     agent: AgentConfig
     cache: ResponseCache | None = None
     secrets: tuple[str, ...] = ()
-    """Never written to the cache: an answer that quotes one is cached scrubbed."""
+    """Never let out: an answer that quotes one is cached scrubbed, a failure is scrubbed."""
     retries: int = 0
     gate: RateGate = field(default_factory=lambda: RateGate(None))
     limiter: anyio.CapacityLimiter | None = None
@@ -97,6 +100,7 @@ class Caller:
                 output = await self._attempt(request, deadline, attempt)
                 break
             except ProviderError as exc:
+                self._scrub(exc)
                 exc.attempt = attempt
                 exc.failures = tuple(failures)
                 if not exc.retryable or attempt > self.retries:
@@ -158,23 +162,36 @@ class Caller:
                 agent=self.agent.name, provider=self.agent.provider, timeout=deadline.timeout
             ) from None
 
+    def _scrub(self, exc: ProviderError) -> None:
+        """Scrub the run's secrets from a failure (an HTTP error quotes its URL, stderr …)."""
+        secrets = list(self.secrets)
+        exc.reason = redact(exc.reason, secrets)
+        exc.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in exc.args)
+        if exc.stderr_tail is not None:
+            exc.stderr_tail = redact(exc.stderr_tail, secrets)
+
     def identity(self) -> dict[str, Any]:
-        """What shapes this provider's answers (its cache identity, or its names)."""
+        """What shapes this provider's answers (its cache identity, or its names).
+
+        A secret in it (a command's ``env:`` entry, a URL's key) is a digest of that secret.
+        """
         declared = getattr(self.provider, "cache_identity", None)
         if declared is not None:
-            identity: dict[str, Any] = declared()
+            identity: dict[str, Any] = conceal(declared(), self.secrets)
             return identity
         return {"provider": self.agent.provider, "agent": self.agent.name}
 
     def identity_key(self) -> str:
-        """A stable hash of ``identity()`` (how calibration records name a judge)."""
-        return hash_text(canonical_json(self.identity()))
+        """A stable hash of ``identity()`` (how calibration records name a judge).
+
+        It holds no digest of a secret: a judge keeps its calibration when its key is rotated.
+        """
+        return hash_text(canonical_json(forget_digests(self.identity())))
 
     def _key(self, request: AgentRequest, repeat: int) -> CacheKey | None:
-        identity = getattr(self.provider, "cache_identity", None)
-        if self.cache is None or identity is None:
+        if self.cache is None or getattr(self.provider, "cache_identity", None) is None:
             return None
-        return CacheKey(identity(), request.prompt, repeat=repeat)
+        return CacheKey(self.identity(), request.prompt, repeat=repeat)
 
 
 @dataclass

@@ -29,7 +29,16 @@ from coalmine.store.runs import RunInfo, Store
 
 def open_store(root: Path, *, path: Path | None = None) -> Store:
     """Open the run store of the project at ``root`` (``path`` overrides the config)."""
-    return Store.open(path if path is not None else project_config(root).store_path)
+    return Store.open(path if path is not None else project_store_path(root))
+
+
+def project_store_path(root: Path) -> Path:
+    """The project's run store, from the config's ``store:`` alone.
+
+    A command that only reads the store needs nothing else of the config: an unset variable of
+    an agent (or a setting it does not use) does not stop it.
+    """
+    return load_config(root, providers=provider_settings(), keys=("store",)).store_path
 
 
 def project_config(root: Path) -> Config:

@@ -2,26 +2,31 @@
 
 :class:`Wiring` builds each agent's :class:`~coalmine.engine.call.Caller` with the run's
 response cache, the secret values to scrub and the cassettes to record to or replay from;
-:func:`secret_values` lists those values; :func:`describe_judge` says which judge a run uses;
-:func:`start_run_record` records a new run of any kind in the store; :func:`recording_run_agents`
-keeps its live command agents on record, so that its resume ends what a kill left running.
+:func:`secret_values` lists those values; :func:`require_variables` stops a run before its first
+call when an agent it uses lacks an environment variable; :func:`describe_judge` says which
+judge a run uses; :func:`start_run_record` records a new run of any kind in the store;
+:func:`recording_run_agents` keeps its live command agents on record, so that its resume ends
+what a kill left running.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
+from coalmine._source import Problem
 from coalmine._util.git import read_git_state
 from coalmine._util.hashing import hash_bytes
-from coalmine.config import AgentConfig, Config
+from coalmine._util.secrets import conceal
+from coalmine.config import AgentConfig, Config, config_error
 from coalmine.engine.call import Caller
 from coalmine.providers.agent_groups import recording_agents
-from coalmine.providers.base import build_provider, default_retries
+from coalmine.providers.base import Provider, build_provider, default_retries
 from coalmine.providers.replay import Cassette, ReplayProvider
 from coalmine.results import JudgeInfo
 from coalmine.store.cache import ResponseCache
@@ -32,6 +37,7 @@ __all__ = [
     "coalmine_version",
     "describe_judge",
     "recording_run_agents",
+    "require_variables",
     "secret_values",
     "start_run_record",
 ]
@@ -47,12 +53,19 @@ class Wiring:
     replay: Cassette | None
 
     def caller(self, agent: AgentConfig) -> Caller:
-        """A caller of ``agent`` through the cache, the scrubbing and the cassettes."""
-        provider = build_provider(agent)
+        """A caller of ``agent`` through the cache, the scrubbing and the cassettes.
+
+        Raises:
+            ConfigError: the agent lacks an environment variable (a replay needs none).
+        """
         if self.replay is not None:
             # Replayed answers stand in for the real provider, which is never called.
-            identity = getattr(provider, "cache_identity", lambda: None)()
-            provider = ReplayProvider.standing_in(agent.name, self.replay, identity)
+            provider: Provider = ReplayProvider.standing_in(
+                agent.name, self.replay, self._identity(agent)
+            )
+        else:
+            require_variables([agent])
+            provider = build_provider(agent)
         return Caller.for_agent(
             provider,
             agent,
@@ -62,13 +75,20 @@ class Wiring:
             recorder=self.recorder,
         )
 
+    def _identity(self, agent: AgentConfig) -> dict[str, Any] | None:
+        """What shapes the agent's answers, to compare with the cassette's (secrets hidden)."""
+        if agent.resolved is None:
+            return None  # a variable is unset: a replay needs none, and compares nothing
+        declared = getattr(build_provider(agent), "cache_identity", None)
+        return conceal(declared(), self.secrets) if declared is not None else None
+
 
 def describe_judge(config: Config, no_judge: bool) -> JudgeInfo:
     """What the run reports of its judge: none, unset, disabled, or the agent that judges."""
     if no_judge:
         return JudgeInfo(mode="disabled")
     if config.judge is not None:
-        model = getattr(config.judge.settings, "model", None)
+        model = getattr(config.judge.resolved, "model", None)
         return JudgeInfo(
             mode="agent",
             agent=config.judge.name,
@@ -81,20 +101,64 @@ def describe_judge(config: Config, no_judge: bool) -> JudgeInfo:
 
 
 def secret_values(config: Config) -> list[str]:
-    """Values of every variable that holds a secret (``api_key_env``, env-sourced headers …).
+    """Every secret of the config's agents and judge, longest first.
 
-    They are never written anywhere: results, the store, the cache and reports are scrubbed.
+    The values of their settings that are secrets (``${…}`` headers and ``env:`` entries,
+    credential headers, URL passwords and queries: :attr:`AgentConfig.secrets`) and the keys
+    their providers read at call time (``api_key_env``, a header's ``{env: NAME}``). They are
+    never written anywhere: results, the store, the cache, cassettes and reports are scrubbed.
     """
     agents = [*config.agents.values(), *([config.judge] if config.judge else [])]
-    names: set[str] = set()
+    found = {s for agent in agents for s in agent.secrets}
     for agent in agents:
-        name = getattr(agent.settings, "api_key_env", None)
-        if name:
-            names.add(name)
-        more = getattr(agent.settings, "secret_env_names", None)
-        if more is not None:
-            names.update(more())
-    return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
+        found.update(os.environ[n] for n, _ in _key_variables(agent) if os.environ.get(n))
+    return sorted(found, key=lambda s: (-len(s), s))
+
+
+def require_variables(
+    agents: Iterable[AgentConfig | None], *, environ: Mapping[str, str] | None = None
+) -> None:
+    """Stop before any call when an agent of ``agents`` lacks an environment variable.
+
+    Each ``${VAR}`` of its entry without a default, and each key its provider reads at call
+    time (``api_key_env``, a header's ``{env: NAME}``), must be set. Agents a run does not
+    use are not checked: they may lack theirs.
+
+    Raises:
+        ConfigError: naming each missing variable, its agent and its line of the config.
+    """
+    env = os.environ if environ is None else environ
+    problems: list[Problem] = []
+    path = None
+    for agent in {id(a): a for a in agents if a is not None}.values():
+        path = path or agent.path
+        if agent.unset:
+            problems += agent.unset_problems()
+            continue
+        problems += [
+            Problem(
+                agent.line,
+                f"agent {agent.name!r} ({setting}): the environment variable {name} is not set; "
+                f"export {name}=<value> and run again",
+            )
+            for name, setting in _key_variables(agent)
+            if not env.get(name)
+        ]
+    if problems:
+        raise config_error(problems, path)
+
+
+def _key_variables(agent: AgentConfig) -> list[tuple[str, str]]:
+    """``(variable, setting)`` of each key the agent's provider reads at call time."""
+    settings = agent.resolved
+    found: list[tuple[str, str]] = []
+    key = getattr(settings, "api_key_env", None)
+    if isinstance(key, str) and key:
+        found.append((key, "api_key_env"))
+    more = getattr(settings, "secret_env_names", None)
+    if callable(more):
+        found += [(name, "headers") for name in more()]
+    return found
 
 
 def coalmine_version() -> str | None:

@@ -69,6 +69,8 @@ class PlannedSuite:
     needs_judge: bool = False
     judge_specs: frozenset[str] = frozenset()
     """Every judge grader of the suite (type and config as canonical JSON)."""
+    agents: frozenset[str] = frozenset()
+    """The agents its selected cases name (``agent`` on the line)."""
 
     @property
     def name(self) -> str:
@@ -206,6 +208,7 @@ def _plan_suite(
     meta_agent: AgentConfig | None = None
     meta_path = path.with_suffix(".yaml")
     judge_specs: set[str] = set()
+    named: set[str] = set()
     planned_agents = config.agents
 
     def note_judges(specs: Sequence[GraderSpec]) -> None:
@@ -220,6 +223,8 @@ def _plan_suite(
         return True
 
     def check(case: SuiteCase) -> str | None:
+        if case.case.agent in planned_agents:
+            named.add(case.case.agent)
         if case.compat is not None:
             kind = get_compat_kind(case.compat)
             problem = kind.check(case)
@@ -257,8 +262,16 @@ def _plan_suite(
     if meta_agent is None and meta.compat is None:
         _require_agents(index, config)
     return PlannedSuite(
-        index, meta_agent, repeats, reducer, bool(judge_specs), frozenset(judge_specs)
-    )
+        index, meta_agent, repeats, reducer, bool(judge_specs), frozenset(judge_specs),
+        frozenset(named),
+    )  # fmt: skip
+
+
+def plan_agents(plan: EvalPlan) -> list[AgentConfig]:
+    """The agents the plan's cases go to (so a run can check them before its first call)."""
+    names = {name for suite in plan.suites for name in suite.agents}
+    defaults = [s.default_agent for s in plan.suites if s.default_agent is not None]
+    return [*defaults, *(plan.config.agents[n] for n in sorted(names))]
 
 
 def _require_agents(index: SuiteIndex, config: Config) -> None:

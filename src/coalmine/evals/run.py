@@ -16,7 +16,6 @@ judge that fails) makes it an error, which is not scored but is counted and fail
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,6 +25,7 @@ from typing import Any
 import anyio
 
 from coalmine._util.clock import Clock, SystemClock
+from coalmine._util.secrets import redact, redact_data
 from coalmine.config import AgentConfig, Price
 from coalmine.engine.call import Caller
 from coalmine.engine.costs import agent_usage
@@ -46,19 +46,20 @@ from coalmine.engine.wiring import (
     Wiring,
     describe_judge,
     recording_run_agents,
+    require_variables,
     secret_values,
     start_run_record,
 )
 from coalmine.errors import GradeError, ProviderError, UsageError
 from coalmine.evals.compat import CompatRunner, get_compat_kind
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
-from coalmine.evals.plan import EvalPlan, PlannedSuite, require_eval_judge
+from coalmine.evals.plan import EvalPlan, PlannedSuite, plan_agents, require_eval_judge
 from coalmine.evals.summary import STDERR_MARK, write_suite_result
 from coalmine.graders.base import GradeContext, GraderType
 from coalmine.graders.base import registry as graders
 from coalmine.graders.llm_judge import JudgeGrade
 from coalmine.lessons.recall import merge_recalled
-from coalmine.providers.base import AgentRequest, CallContext, redact
+from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.providers.replay import Cassette
 from coalmine.results import (
     OUTPUT_LIMIT,
@@ -144,11 +145,15 @@ async def run_evals(
     flight are cancelled (their processes killed) and run again on resume.
 
     Raises:
-        ConfigError: a suite needs a judge and none is configured, or an agent cannot be built.
+        ConfigError: a suite needs a judge and none is configured, an agent cannot be built, or
+            an agent (or the judge) it uses lacks an environment variable.
         UsageError: ``resume`` names a finished run or a run of another kind.
     """
     config = plan.config
     require_eval_judge(plan, disabled=no_judge)
+    judge_agent = None if no_judge or not any(s.needs_judge for s in plan.suites) else config.judge
+    if replay is None:  # a replay calls nothing, so it needs no variable
+        require_variables([*plan_agents(plan), judge_agent])
     functions = load_python_graders(config)  # before the run is recorded: a bad one stops it here
     clock = clock or SystemClock()
     run_id, started, done = _open_run(store, resume, plan, clock, command_line, concurrency)
@@ -164,7 +169,6 @@ async def run_evals(
     callers: dict[str, Caller] = {}
     judge: Caller | None = None
     judge_info = describe_judge(config, no_judge)
-    judge_agent = None if no_judge else config.judge
     gate: JudgeGate | None = None
     if judge_agent is not None:
         judge = wiring.caller(judge_agent)
@@ -632,9 +636,4 @@ def _output_record(text: str, secrets: list[str]) -> dict[str, Any]:
 
 def _scrub(record: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
     """Scrub secrets from every string of the record (JSON escapes included)."""
-    if not secrets:
-        return record
-    text = json.dumps(record, ensure_ascii=False)
-    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
-    clean = redact(text, [*secrets, *escaped])
-    return record if clean == text else dict(json.loads(clean))
+    return redact_data(record, secrets)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coalmine._util.secrets import redact_data
 from coalmine.config import AgentConfig
 from coalmine.promptfoo.assertions import DIRECT, JUDGED, WITH_THRESHOLD
 from coalmine.promptfoo.jsregex import javascript_pattern
@@ -92,6 +93,11 @@ def export_suite(suite: Suite, agent: AgentConfig | None, *, out_dir: Path) -> E
     config["description"] = suite.meta.description or f"coalmine suite {suite.name}"
     config["prompts"] = ["{{" + PROMPT_VAR + "}}"]
     provider = _provider(agent, exported, out_dir)
+    if agent is not None and agent.secrets and provider is not None:
+        kept = provider
+        provider = redact_data(provider, list(agent.secrets))
+        if provider != kept:  # a secret of the config is never written into another file
+            exported.note(f"agent {agent.name}: its secrets are written as ***: fill them in")
     config["providers"] = [provider] if provider is not None else []
     config["tests"] = [_test(case, suite, exported) for case in suite.cases]
     if suite.meta.repeats > 1:

@@ -17,8 +17,8 @@ from typing import Any
 import aiohttp
 import yarl
 
+from coalmine._util.secrets import redact
 from coalmine.errors import ProviderError
-from coalmine.providers.base import redact
 
 BODY_EXCERPT = 500
 
@@ -195,6 +195,8 @@ async def send(
         return await client.request(method, url, timeout=timeout, json=json, headers=headers)
     except aiohttp.ClientError as exc:
         raise transport_error(exc, shown, site) from None
+    except ValueError as exc:  # e.g. credentials in the URL beside an Authorization header
+        raise site.error(f"cannot send a request to {shown}: {exc}", kind="config") from None
     except TimeoutError:
         raise site.error(
             f"no complete answer from {shown} within {timeout:g}s", kind="timeout"

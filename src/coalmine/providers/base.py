@@ -8,7 +8,6 @@ must clean up on cancellation (the command provider kills its process group).
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,56 +137,3 @@ def build_provider(agent: AgentConfig) -> Provider:
     """Return a ready provider for a configured agent."""
     item = registry.get(agent.provider)
     return item.factory(agent=agent.name, settings=agent.settings, base_dir=agent.base_dir)
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def redact_model(model: M, secrets: list[str]) -> M:
-    """Scrub every secret from every string of a pydantic value (its JSON escapes included)."""
-    if not secrets:
-        return model
-    text = model.model_dump_json()
-    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
-    clean = redact(text, [*secrets, *escaped])
-    return model if clean == text else type(model).model_validate_json(clean)
-
-
-CUT = "…"
-"""Where an excerpt was cut (a grade's reason quotes the texts it compared around a point)."""
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """Replace every secret in ``text`` with ``***`` (secrets shorter than 4 chars are kept).
-
-    A secret that an excerpt cut in two is caught too: 4 characters or more of its start just
-    before a ``…``, or of its end just after one, become ``***``. Only the text beside each
-    ``…`` is looked at, so an output full of ellipses costs no more than one pass.
-    """
-    for secret in secrets:
-        if len(secret) < 4:
-            continue
-        text = text.replace(secret, "***")
-        if CUT in text and (secret[:4] in text or secret[-4:] in text):  # else nothing to mask
-            parts = text.split(CUT)
-            for i in range(len(parts) - 1):
-                parts[i] = _mask_start_at_end(parts[i], secret)
-                parts[i + 1] = _mask_end_at_start(parts[i + 1], secret)
-            text = CUT.join(parts)
-    return text
-
-
-def _mask_start_at_end(part: str, secret: str) -> str:
-    """``part`` with the longest start of ``secret`` (4 characters or more) it ends in masked."""
-    for k in range(min(len(secret) - 1, len(part)), 3, -1):
-        if part.endswith(secret[:k]):
-            return part[:-k] + "***"
-    return part
-
-
-def _mask_end_at_start(part: str, secret: str) -> str:
-    """``part`` with the longest end of ``secret`` (4 characters or more) it starts with masked."""
-    for k in range(min(len(secret) - 1, len(part)), 3, -1):
-        if part.startswith(secret[-k:]):
-            return "***" + part[k:]
-    return part

@@ -6,7 +6,8 @@ that came from the prompt is never expanded again. The answer's text is read at
 ``response_path``: dotted (``choices.0.message.content``) or a small, safe JSONPath subset
 (``$.a.b[0].c``, ``$['a b']``; no wildcards, filters or evaluation). Header values written as
 ``{env: NAME}`` are read from the environment at each call and, like plain values of headers
-whose names mark credentials, are secrets: scrubbed from errors, never in the cache identity.
+whose names mark credentials, are secrets: scrubbed from errors; the cache identity holds a
+digest of a plain one and nothing of the other.
 ``tool_calls_path`` points at a list of tool calls, each ``{"name", "arguments"}`` or
 OpenAI-style ``{"function": {"name", "arguments": "<JSON>"}}``; when the service made calls the
 text may be empty or missing.
@@ -24,6 +25,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from coalmine._util.jsonpath import PathNotFound, lookup, parse_path, render_path
+from coalmine._util.secrets import secret_digest, sensitive_header
 from coalmine.errors import ProviderError
 from coalmine.providers._http import HttpClient, Site, check_response, json_body, new_client, send
 from coalmine.providers._tools import decode_arguments, json_kind
@@ -32,9 +34,6 @@ from coalmine.results import AgentOutput, ToolCall
 
 PLACEHOLDERS = ("prompt", "case_id", "agent")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-# Plain values of such headers are treated as secrets too: config `${VAR}` expansion may put a
-# key there at load time.
-_SENSITIVE = re.compile(r"auth|cookie|token|secret|key|password|signature", re.IGNORECASE)
 _DEFAULT_BODY: dict[str, JsonValue] = {"prompt": "{{prompt}}"}
 
 
@@ -142,10 +141,16 @@ class HttpProvider:
         return self._output(json_body(response, site), site)
 
     def cache_identity(self) -> dict[str, Any]:
-        """What shapes the answer besides the prompt: never a secret header value."""
+        """What shapes the answer besides the prompt: never a secret header value.
+
+        A credential header's value is there as its digest (a new key is a new identity); a
+        header read at call time is not there at all.
+        """
         s = self.settings
         headers = {
-            name: value if isinstance(value, str) and not _SENSITIVE.search(name) else None
+            name: (secret_digest(value) if sensitive_header(name) else value)
+            if isinstance(value, str)
+            else None
             for name, value in sorted(s.headers.items())
         }
         return {
@@ -170,7 +175,7 @@ class HttpProvider:
         for name, value in self.settings.headers.items():
             if isinstance(value, str):
                 headers[name] = value
-                if _SENSITIVE.search(name) and value.split():
+                if sensitive_header(name) and value.split():
                     secrets += [value, value.split()[-1]]  # "Bearer KEY": the key alone too
                 continue
             secret = os.environ.get(value.env)

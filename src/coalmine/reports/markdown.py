@@ -1,4 +1,8 @@
-"""The seed's summary table in markdown, and for each FAIL the grader and cause."""
+"""The seed's summary table in markdown, and for each FAIL the grader and cause.
+
+A job summary renders it, so every text a run holds (ids, titles, outputs, reasons, errors)
+goes in escaped (:mod:`coalmine._util.markdown`): it reads as written and cannot add markup.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import re
 from pathlib import Path
 
 from coalmine._util.excerpt import excerpt, first_difference
+from coalmine._util.markdown import md_code, md_text
 from coalmine.compare import CaseChange, Comparison
 from coalmine.reports.base import reporter
 from coalmine.results import CanaryRun, CaseResult, format_score
@@ -24,10 +29,6 @@ def short_id(case_id: str) -> str:
     return match.group(1) if match else case_id
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.replace("|", "\\|").split())
-
-
 @reporter("markdown", suffix=".md")
 def markdown_report(run: CanaryRun, *, comparison: Comparison | None = None) -> str:
     """The run's table, failures and (with a baseline) regressions: fit for a job summary."""
@@ -39,7 +40,7 @@ def markdown_report(run: CanaryRun, *, comparison: Comparison | None = None) -> 
 
 def render_comparison(comparison: Comparison) -> str:
     """The regression section: what flipped, score deltas, new and removed cases, the tests."""
-    lines = [f"### Compared with {comparison.base_id}", ""]
+    lines = [f"### Compared with {md_text(comparison.base_id)}", ""]
     regressions, fixes = comparison.regressions, comparison.fixes
     if regressions:
         lines.append(f"**Regressions ({len(regressions)}):**")
@@ -56,12 +57,14 @@ def render_comparison(comparison: Comparison) -> str:
     if moved:
         lines += ["", "| Case | Composite | " + "Grader deltas |", "|----|----|----|"]
         for c in moved:
-            deltas = ", ".join(f"{k} {d:+.2f}" for k, d in c.grader_deltas.items() if abs(d) > 1e-9)
-            lines.append(f"| {_cell(c.case_id)} | {_delta(c.composite_delta)} | {deltas} |")
+            deltas = ", ".join(
+                f"{md_text(k)} {d:+.2f}" for k, d in c.grader_deltas.items() if abs(d) > 1e-9
+            )
+            lines.append(f"| {md_text(c.case_id)} | {_delta(c.composite_delta)} | {deltas} |")
     if comparison.new_cases:
-        lines += ["", "New cases: " + ", ".join(comparison.new_cases)]
+        lines += ["", "New cases: " + ", ".join(map(md_text, comparison.new_cases))]
     if comparison.removed_cases:
-        lines += ["", "Removed cases: " + ", ".join(comparison.removed_cases)]
+        lines += ["", "Removed cases: " + ", ".join(map(md_text, comparison.removed_cases))]
     lines += ["", comparison.verdict_sentence(), "", comparison.score_sentence()]
     return "\n".join(lines) + "\n"
 
@@ -70,7 +73,7 @@ def _flip(change: CaseChange) -> str:
     base = format_score(change.base_composite) if change.base_composite is not None else "—"
     new = format_score(change.new_composite) if change.new_composite is not None else "—"
     return (
-        f"- {change.case_id}: {change.base_verdict} → {change.new_verdict} "
+        f"- {md_text(change.case_id)}: {change.base_verdict} → {change.new_verdict} "
         f"(composite {base} → {new})"
     )
 
@@ -91,7 +94,7 @@ def render_markdown(
         lines += ["| Suite | Case | Agent | Score | Verdict |", "|----|----|----|----|----|"]
         for r in run.results:
             lines.append(
-                f"| {_cell(r.phase)} | {_cell(r.title)} | {_cell(r.agent)} | "
+                f"| {md_text(r.phase)} | {md_text(r.title)} | {md_text(r.agent)} | "
                 f"{_score_cell(r.composite_score)} | {_MARK[r.verdict]}"
                 f"{_ADVISORY if r.advisory else ''} |"
             )
@@ -103,8 +106,8 @@ def render_markdown(
         ]
         for r in run.results:
             lines.append(
-                f"| {_cell(short_id(r.id))} | {_cell(r.phase)} | {_cell(r.title)} | "
-                f"{_cell(r.agent)} | {_score_cell(r.composite_score)} | {_MARK[r.verdict]}"
+                f"| {md_text(short_id(r.id))} | {md_text(r.phase)} | {md_text(r.title)} | "
+                f"{md_text(r.agent)} | {_score_cell(r.composite_score)} | {_MARK[r.verdict]}"
                 f"{_ADVISORY if r.advisory else ''} |"
             )
         lines.append("")
@@ -122,21 +125,22 @@ def render_markdown(
     if s.cost is not None:
         parts.append(f"Cost: {s.cost:.4f}")
     if results_path is not None:
-        parts.append(f"Results saved to {results_path}")
+        parts.append(f"Results saved to {md_text(str(results_path))}")
     lines.append("**Summary:** " + " | ".join(parts))
     if run.judge is not None and run.judge.describe():
-        about = f" — {run.judge.description.strip()}" if run.judge.description else ""
+        about = f" — {md_text(run.judge.description)}" if run.judge.description else ""
         if run.judge.uncalibrated:
             power = "blocks without a calibration record (judge.blocking: true)"
         elif run.judge.blocking:
             power = "calibrated: may block"
         else:
             power = "advisory until calibrated"
-        lines += ["", f"**Judge:** {run.judge.describe()} ({power}){about}"]
+        lines += ["", f"**Judge:** {md_text(run.judge.describe() or '')} ({power}){about}"]
         if run.judge.calibration:
-            lines.append(f"_Calibration: {run.judge.calibration}._")
+            lines.append(f"_Calibration: {md_text(run.judge.calibration)}._")
     if s.unpriced_models:
-        lines += ["", f"_No price for {', '.join(s.unpriced_models)}: add them under `pricing:` "
+        unpriced = ", ".join(map(md_text, s.unpriced_models))
+        lines += ["", f"_No price for {unpriced}: add them under `pricing:` "
                       "in coalmine.yaml to see the whole cost._"]  # fmt: skip
     if run.interrupted:
         why = " (the cost limit was reached)" if run.stopped == "max_cost" else ""
@@ -157,34 +161,37 @@ def render_markdown(
         )
         lines += [
             "",
-            f"_Skipped graders: {', '.join(skipped)} ({reason}); weights renormalised "
-            "over the other graders._",
+            f"_Skipped graders: {', '.join(map(md_text, skipped))} ({md_text(reason)}); "
+            "weights renormalised over the other graders._",
         ]
     if cache_explain:
         lines += ["", "### Cache", ""]
-        lines += [f"- {r.id}: {r.cache or 'not cached'}" for r in run.results]
+        lines += [f"- {md_text(r.id)}: {md_text(r.cache or 'not cached')}" for r in run.results]
     if run.invalid_specs:
         lines += ["", "### Invalid specs", ""]
         for spec in run.invalid_specs:
             where = f"{spec.path}:{spec.line}" if spec.line else spec.path
-            label = f"**{spec.id}** " if spec.id else ""
+            label = f"**{md_text(spec.id)}** " if spec.id else ""
             first, *rest = spec.reason.splitlines() or [""]
-            lines.append(f"- {label}`{where}`: {_strip_location(first, where)}")
-            lines += [f"  - {line}" for line in rest]
+            lines.append(f"- {label}{md_code(where)}: {md_text(_strip_location(first, where))}")
+            lines += [f"  - {md_text(line)}" for line in rest]
     if run.lessons:
         lines += ["", "### Lessons recalled", ""]
-        lines += [f"- #{lesson.id} {lesson.kind}: {_cell(lesson.text)}" for lesson in run.lessons]
+        lines += [
+            f"- #{lesson.id} {md_text(lesson.kind)}: {md_text(lesson.text)}"
+            for lesson in run.lessons
+        ]
     return "\n".join(lines) + "\n"
 
 
 def _explain(r: CaseResult) -> list[str]:
-    head = f"- **{r.id}** ({r.agent}): {r.verdict}"
+    head = f"- **{md_text(r.id)}** ({md_text(r.agent)}): {r.verdict}"
     if r.reason:
-        head += f", {r.reason}"
+        head += f", {md_text(r.reason)}"
     out = [head]
     if r.error:
-        out += [f"  - {line}" for line in r.error.splitlines()[:12]]
-    out += [f"  - {failure}" for failure in r.failures if failure != r.error]
+        out += [f"  - {md_text(line)}" for line in r.error.splitlines()[:12] if line.strip()]
+    out += [f"  - {md_text(failure)}" for failure in r.failures if failure != r.error]
     out += _said(r)
     return out
 
@@ -212,7 +219,7 @@ def _said(r: CaseResult) -> list[str]:
 
 def _quote(text: str) -> str:
     """A text in one line of markdown: in double quotes, newlines and controls escaped."""
-    return json.dumps(text, ensure_ascii=False).replace("|", "\\|")
+    return md_text(json.dumps(text, ensure_ascii=False))
 
 
 def _suites(run: CanaryRun) -> list[str]:
@@ -222,8 +229,8 @@ def _suites(run: CanaryRun) -> list[str]:
             " (incomplete)" if u.interrupted else ""
         )
         lines.append(
-            f"| {_cell(u.suite_id)} | {verdict} | {u.passed}/{u.cases} | "
-            f"{format_score(u.score)} | {_cell(u.gate.in_words(u.suite_id))} |"
+            f"| {md_text(u.suite_id)} | {verdict} | {u.passed}/{u.cases} | "
+            f"{format_score(u.score)} | {md_text(u.gate.in_words(u.suite_id))} |"
         )
     return [*lines, ""]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -28,15 +28,23 @@ import anyio
 from coalmine._util.clock import Clock, SystemClock
 from coalmine._util.files import write_new_file
 from coalmine._util.hashing import hash_text
+from coalmine._util.markdown import md_code, md_text
+from coalmine._util.secrets import redact
 from coalmine.config import AgentConfig, Config
 from coalmine.engine.call import Caller
 from coalmine.engine.execute import periodically, run_bounded
 from coalmine.engine.grading import judge_fn_for
-from coalmine.engine.wiring import Wiring, coalmine_version, secret_values, start_run_record
+from coalmine.engine.wiring import (
+    Wiring,
+    coalmine_version,
+    require_variables,
+    secret_values,
+    start_run_record,
+)
 from coalmine.errors import CoalmineError, ConfigError, GradeError, ProviderError
 from coalmine.graders.base import GradeContext
 from coalmine.graders.llm_judge import ask_judge, first_json_object
-from coalmine.providers.base import AgentRequest, CallContext, redact
+from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.review.layout import Pipeline, ReviewEval, ReviewSet
 from coalmine.review.leakage import Leak, find_leaks
 from coalmine.review.staging import StagedEval, stage_all
@@ -227,7 +235,7 @@ async def run_review(
 
     Raises:
         LeakError: grading text is in an eval's framing or spec (nothing was called).
-        ConfigError: a role's agent is not configured.
+        ConfigError: a role's agent is not configured, or lacks an environment variable.
     """
     clock = clock or SystemClock()
     pipeline = review.pipeline
@@ -236,6 +244,7 @@ async def run_review(
         if leaks:
             raise LeakError(ev.name, leaks)
     agents = _agents(config, pipeline, models)
+    require_variables(agents.values())
     secrets = tuple(secret_values(config))
     wiring = Wiring(None, secrets, None, None)
     callers = {name: wiring.caller(agent) for name, agent in agents.items()}
@@ -343,12 +352,13 @@ async def _run_pipeline(
                 answer = await ask_judge(ctx, prompt, lambda text: parse_grades(ev, text),
                                          grader="review-grader")  # fmt: skip
             except GradeError as exc:
-                call.error = run.error = f"{name}: {exc.reason}"
+                call.error = run.error = redact(f"{name}: {exc.reason}", secrets)
                 return
-            run.grades = answer.verdict
-            call.output = redact(
-                json.dumps({g.id: {"verdict": g.verdict, "reason": g.reason}
-                            for g in answer.verdict}), secrets)  # fmt: skip
+            # a reason may quote what an agent echoed (its env): the table and notes show it
+            run.grades = [replace(g, reason=redact(g.reason, secrets)) for g in answer.verdict]
+            call.output = json.dumps(
+                {g.id: {"verdict": g.verdict, "reason": g.reason} for g in run.grades}
+            )
             continue
         leaks = find_leaks(hidden, {name: prompt})
         if leaks:  # an earlier output carried grading text: never send it
@@ -357,7 +367,7 @@ async def _run_pipeline(
         try:
             called = await caller.call(AgentRequest(prompt, context, timeout), timeout,
                                        repeat=run.sample)  # fmt: skip
-        except ProviderError as exc:
+        except ProviderError as exc:  # scrubbed by the caller
             call.error = run.error = f"{name}: {exc}"
             return
         outputs[name] = called.output.text
@@ -449,8 +459,8 @@ def render_table(runs: Sequence[EvalRun]) -> str:
             got = verdicts.get((key, aid))
             counts[majority(got) if got else "fail"] += 1
         errored = any(r.error for r in runs if r.key == key)
-        name = f"{key} ⚠ error" if errored else key
-        lines.append(f"| {name} | {span} | {counts['pass']} | {counts['fail']} | "
+        name = md_text(key) + (" ⚠ error" if errored else "")
+        lines.append(f"| {name} | {md_text(span)} | {counts['pass']} | {counts['fail']} | "
                      f"{counts['partial']} |")  # fmt: skip
         total["n"] += len(ids)
         for v in counts:
@@ -467,22 +477,23 @@ def render_highlights(runs: Sequence[EvalRun], regressions: Sequence[str]) -> st
     """(eval, what happened, an error?) → the samples it happened in (reruns often fail alike)."""
     for run in runs:
         if run.error:
-            found.setdefault((run.key, f": error: {run.error}", True), []).append(run.sample)
+            what = f": error: {md_text(run.error)}"
+            found.setdefault((run.key, what, True), []).append(run.sample)
         for g in run.grades:
             if g.verdict != "pass":
                 text = next(a.text for a in run.eval.assertions if a.id == g.id)
-                what = f" {g.id} {g.verdict.upper()}: {text} — {g.reason}"
+                what = f" {md_text(f'{g.id} {g.verdict.upper()}: {text} — {g.reason}')}"
                 found.setdefault((run.key, what, False), []).append(run.sample)
     lines = [
-        f"- **{key}**{_samples(taken, error=error, of=samples)}{what}"
+        f"- **{md_text(key)}**{_samples(taken, error=error, of=samples)}{what}"
         for (key, what, error), taken in found.items()
     ]
     if samples > 1:
         lines += ["", f"Pass rates over {samples} samples:"]
         for (key, aid), verdicts in sorted(_verdicts_by_key(runs).items()):
-            lines.append(f"- {key} {aid}: {verdicts.count('pass')}/{len(verdicts)}")
+            lines.append(f"- {md_text(f'{key} {aid}')}: {verdicts.count('pass')}/{len(verdicts)}")
     if regressions:
-        lines += ["", "Regressions since the prior run:", *[f"- {r}" for r in regressions]]
+        lines += ["", "Regressions since the prior run:", *[f"- {md_text(r)}" for r in regressions]]
     if not any(r.error or any(g.verdict != "pass" for g in r.grades) for r in runs):
         lines.insert(0, "Every assertion passed.")
     return "\n".join(lines).strip()
@@ -512,14 +523,16 @@ def write_note(
     """Write ``harness-<date>-eval-runs.md`` (``-2``, ``-3`` … on the same day)."""
     date = started.date().isoformat()
     roles = "\n".join(
-        f"- {name}: {role.agent} ({agents[role.agent].provider}) ← {', '.join(role.inputs)}"
+        f"- {md_text(name)}: {md_text(role.agent)} ({md_text(agents[role.agent].provider)}) ← "
+        + md_text(", ".join(role.inputs))
         for name, role in pipeline.roles.items()
     )
     samples = max((r.sample for r in runs), default=0) + 1
+    shown = md_code(f"coalmine runs show {run_id}")
     text = (
         f"# Review eval runs — {date}\n\n"
-        f"Harness: coalmine {coalmine_version() or 'unknown'} · run `{run_id}` in the run store "
-        f"(`coalmine runs show {run_id}`) · config {config.path}\n\n"
+        f"Harness: coalmine {coalmine_version() or 'unknown'} · run {md_code(run_id)} in the run "
+        f"store ({shown}) · config {md_text(str(config.path))}\n\n"
         f"Roles (each sees only its inputs):\n{roles}\n\n"
         f"Samples per eval: {samples}\n\n"
         f"{render_table(runs)}\n\n## Highlights\n\n{render_highlights(runs, regressions)}\n"
