@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -178,13 +179,17 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=40)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--kind", choices=("eval", "canary"), default="eval")
+    ap.add_argument("--keep", action="store_true", help="keep the projects, and print where")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     for pid in agent_processes():  # leftovers of an earlier bench run
         os.kill(pid, signal.SIGKILL)
 
-    with tempfile.TemporaryDirectory() as tmp:
+    tmp = tempfile.mkdtemp()
+    try:
         base = Path(tmp)
+        if args.keep:
+            print(f"projects in {base}")
         reference, killed = base / "reference", base / "killed"
         for root in (reference, killed):
             root.mkdir()
@@ -232,6 +237,9 @@ def main() -> int:
             files = result_files(killed)
             files_ok = len(files) == 1 and not files[0].endswith("(0 B)")
             print(f"result files: {', '.join(files)}  ({'one' if files_ok else 'NOT ONE'})")
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     return 0 if repeated == 0 and orphans == 0 and want == got and files_ok else 1
 
 

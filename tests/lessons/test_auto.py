@@ -255,12 +255,10 @@ def test_a_case_failing_for_another_cause_is_another_lesson(repo: Repo) -> None:
     assert "contains failed" not in polite.text and polite.count == 1
 
 
+# A missing key never reaches a call: the run stops before it, with exit 2 and no lesson
+# (tests/engine/test_variables.py).
 PROVIDER_ERRORS = {
     "a cassette miss": ({}, "replay"),
-    "a missing key": (
-        {"provider": "openai", "model": "m", "api_key_env": "COALMINE_TEST_UNSET_KEY"},
-        None,
-    ),
     "a refused connection": (
         {
             "provider": "openai",
@@ -280,7 +278,6 @@ def test_an_infrastructure_error_is_no_regression(
     repo: Repo, cause: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("COALMINE_TEST_KEY", "sk-test")
-    monkeypatch.delenv("COALMINE_TEST_UNSET_KEY", raising=False)
     canary(repo, "qa-001-login")
     repo.suite("triage", [ok("login-reset")], {})
     assert repo.run().exit_code == 0
