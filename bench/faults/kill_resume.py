@@ -158,18 +158,20 @@ def result_files(root: Path) -> list[str]:
     return sorted(f"{p.name} ({p.stat().st_size} B)" for p in folder.glob("*.json"))
 
 
-def repeats(log: list[dict[str, object]], kills: list[float]) -> int:
-    """Starts of a case after a kill that came more than 0.5 s after the case's answer."""
+def repeats(log: list[dict[str, object]], lives: list[tuple[float, float]]) -> int:
+    """Starts of a case after a kill, where that killed process had the case's answer back
+    more than 0.5 s before the kill. ``lives``: (start, kill) of each killed process."""
     events = [(str(e["case"]), str(e["what"]), float(str(e["t"]))) for e in log]
     count = 0
-    for killed_at in kills:
-        answered = {c: t for c, what, t in events if what == "done" and t < killed_at - 0.5}
+    for began, killed_at in lives:
+        answered = {c: t for c, what, t in events if what == "done" and began < t < killed_at - 0.5}
         for case in [c for c, what, t in events if what == "start" and t > killed_at]:
             if case in answered:
                 print(
                     f"  repeated {case}: answered {killed_at - answered[case]:.2f} s before a kill"
                 )
                 count += 1
+                del answered[case]  # one repeat per lost answer, not one per later resume
     return count
 
 
@@ -198,12 +200,13 @@ def main() -> int:
         coalmine(reference, args.kind, env=env).wait()
         env["KILL_BENCH_LOG"] = str(killed / "calls.log")
 
-        kill_times: list[float] = []
+        lives: list[tuple[float, float]] = []
         orphans = 0
         resume: list[str] = []
         while True:
+            began = time.time()
             proc = coalmine(killed, args.kind, *resume, env=env)
-            if len(kill_times) >= args.kills:
+            if len(lives) >= args.kills:
                 proc.wait()  # the last resume runs to the end
                 break
             try:
@@ -216,7 +219,7 @@ def main() -> int:
                     print(f"exit {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
                 break
             os.kill(proc.pid, signal.SIGKILL)
-            kill_times.append(time.time())
+            lives.append((began, time.time()))
             proc.wait()
             time.sleep(2.0)
             left = agent_processes()
@@ -224,8 +227,8 @@ def main() -> int:
             for pid in left:  # so that one kill's orphans do not count again at the next
                 os.kill(pid, signal.SIGKILL)
             resume = ["--resume"] if has_runs(killed) else []  # killed before the run began
-        repeated = repeats(read_log(killed / "calls.log"), kill_times)
-        kills = len(kill_times)
+        repeated = repeats(read_log(killed / "calls.log"), lives)
+        kills = len(lives)
         want, got = totals(reference, args.kind), totals(killed, args.kind)
         print(f"{args.kind} run, kills: {kills}  cases: {args.cases}  seed: {args.seed}")
         print(f"repeated calls of cases answered > 0.5 s before a kill: {repeated}  (target 0)")
