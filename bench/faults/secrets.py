@@ -12,7 +12,7 @@ A project whose agents carry secrets in every place a config can hold one:
 
 The openai and http agents talk to the loopback server of ``bench/perf/latency_server.py``
 (the server may see the secrets: it plays the vendor). Then: canary and eval runs (with
-``--record`` and ``--cache-explain``), a cached re-run, every report format, ``runs list``,
+``--record``, ``--cache-explain``, ``--cache``), cached re-runs, every report format, ``runs list``,
 ``compare``. Every file below the project (the SQLite file, its WAL, reports, cassettes, result
 files) and everything printed is searched for each secret's first 14 characters (an
 excerpt cut short still leaks). Prints the hits; target 0.
@@ -105,7 +105,8 @@ def main() -> int:
         ["canary", "run", "--display", "plain", "--record", "cassettes/run.jsonl"],
         ["canary", "run", "--display", "plain", "--cache-explain"],
         ["eval", "run", "--display", "plain", "--record", "cassettes/evals.jsonl"],
-        ["eval", "run", "--display", "plain", "--cache-explain"],
+        ["eval", "run", "--display", "plain", "--cache"],
+        ["eval", "run", "--display", "plain", "--cache"],  # answered from the cache
         ["runs", "list"],
         *[
             ["report", "latest", "--format", f, "--out", f"out/report.{f}"]
@@ -126,6 +127,8 @@ def main() -> int:
                 timeout=120,
             )
             printed.append((" ".join(command), done.stdout + done.stderr))
+            if done.returncode not in (0, 1):  # a command that did not run proves nothing
+                print(f"exit {done.returncode}: coalmine {' '.join(command)}: {done.stderr[-300:]}")
     finally:
         server.terminate()
     hits = []
