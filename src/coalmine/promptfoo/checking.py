@@ -38,6 +38,7 @@ import anyio
 import yaml
 from pydantic import ValidationError
 
+from coalmine._source import safe_load
 from coalmine.errors import GradeError
 from coalmine.graders.base import GradeContext, JudgeFn
 from coalmine.graders.base import registry as graders
@@ -405,7 +406,7 @@ def coerce_value(base_type: str, value: Any) -> Any:
         if not value:
             return None
         try:
-            return yaml.safe_load(value)
+            return safe_load(value)
         except yaml.YAMLError as exc:
             raise RowError(f"{base_type}: the schema is not YAML or JSON: {exc}") from None
     if base_type == "word-count" and isinstance(value, str):

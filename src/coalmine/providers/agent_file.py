@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, model_validator
 
+from coalmine._source import safe_load
 from coalmine.errors import ConfigError
 
 _DELIMITER = re.compile(r"---[ \t]*\r?\n?")
@@ -90,7 +91,7 @@ def load_agent_file(path: Path) -> AgentDefinition:
 
 def _parse_front(front: str, path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(front)
+        data = safe_load(front)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the '---'

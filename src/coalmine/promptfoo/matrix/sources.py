@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from coalmine._source import GuardedComposer, mapping_pairs
 from coalmine.errors import ConfigError
 
 __all__ = [
@@ -122,7 +123,7 @@ class Doc:
 # --- YAML 1.2 core schema, as js-yaml's CORE_SCHEMA (+ merge keys and timestamps) ---------
 
 
-class _CoreLoader(yaml.SafeLoader):
+class _CoreLoader(GuardedComposer, yaml.SafeLoader):
     """PyYAML loader whose implicit types are YAML 1.2 core, as js-yaml resolves them.
 
     The pure-Python loader: the libyaml one, subclassed like this, built untagged nodes while
@@ -208,16 +209,18 @@ def load_yaml_text(text: str, *, path: Path) -> Doc:
 
 def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> Any:
     if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
         out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
+        own: set[Any] = set()
+        for key_node, value_node, merged in mapping_pairs(node):
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, str):  # JavaScript object keys are strings
                 key = js_stringify(key) if not isinstance(key, str | int) else str(key)
-            if key in out:
+            if not merged and key in own:
                 raise ReadError(
                     f"duplicated mapping key {key!r}", line=key_node.start_mark.line + 1
                 )
+            if not merged:
+                own.add(key)
             lines[(*loc, key)] = key_node.start_mark.line + 1
             out[key] = _construct(loader, value_node, (*loc, key), lines)
         return out
