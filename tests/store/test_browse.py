@@ -55,7 +55,7 @@ def test_m008_moves_the_attempts_and_fills_in_their_facts(tmp_path: Path) -> Non
             (a.suite, a.case_id, a.rep, a.status, int(a.blocks), a.score, a.latency,
              json.dumps(a.record)),
         )  # fmt: skip
-    assert migrate(conn) == ["m008_eval_attempts_browse"]
+    assert migrate(conn) == ["m008_eval_attempts_browse", "m011_run_errors"]
     facts = conn.execute(
         "SELECT case_id, kind, value FROM eval_attempt_facts ORDER BY 1"
     ).fetchall()

@@ -176,7 +176,8 @@ def test_m006_applies_on_an_m005_store(tmp_path: Path) -> None:
         "INSERT INTO runs (id, kind, status, started_at, root) VALUES"
         " ('01J0000000000000000000OLD1', 'eval', 'finished', '2026-01-02T03:04:05+00:00', '/r')"
     )
-    assert migrate(conn) == ["m006_lessons", "m007_gate_runs", "m008_eval_attempts_browse"]
+    assert migrate(conn) == ["m006_lessons", "m007_gate_runs", "m008_eval_attempts_browse",
+                             "m011_run_errors"]  # fmt: skip
     conn.close()
     store = Store.open(path)
     try:

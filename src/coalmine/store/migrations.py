@@ -370,3 +370,10 @@ def _eval_attempts_browse(conn: sqlite3.Connection) -> None:
             WHERE json_extract(g.value, '$.passed') = 0
         """,
     )
+
+
+@migration("m011_run_errors")
+def _run_errors(conn: sqlite3.Connection) -> None:
+    # A run stopped by an error ends with status 'error' and what stopped it (scrubbed, with
+    # the traceback of an unexpected one), instead of staying 'running' for ever.
+    conn.execute("ALTER TABLE runs ADD COLUMN error TEXT")
