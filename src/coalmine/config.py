@@ -29,6 +29,7 @@ from coalmine._source import (
     load_yaml,
     validation_problems,
 )
+from coalmine._util.locations import project_context
 from coalmine.errors import ConfigError
 
 CONFIG_FILE = "coalmine.yaml"
@@ -218,6 +219,8 @@ def load_config(
     *,
     providers: Mapping[str, type[BaseModel]],
     environ: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
+    project_root: Path | None = None,
 ) -> Config:
     """Load the configuration of the project at ``root``.
 
@@ -225,6 +228,9 @@ def load_config(
         root: the project folder.
         providers: provider name → its settings model, to validate each agent.
         environ: the variables ``${VAR}`` expands from (default: ``os.environ``).
+        base_dir: where relative paths in agent settings resolve (default: the config file's
+            folder).
+        project_root: the folder files named by agents must stay in (default: ``root``).
 
     Raises:
         ConfigError: every problem found, each with file and line.
@@ -254,10 +260,10 @@ def load_config(
     except ValidationError as exc:
         _raise_if(validation_problems(exc, doc, _ConfigFile), path)
         raise  # pragma: no cover - validation_problems always yields one problem per error
-    base_dir = path.parent
+    context = project_context(base_dir=base_dir or path.parent, root=project_root or root)
     agents = {}
     for name, entry in raw.agents.items():
-        agent = _build_agent(name, entry, ("agents", name), doc, providers, base_dir, problems)
+        agent = _build_agent(name, entry, ("agents", name), doc, providers, context, problems)
         if agent is not None:
             agents[name] = agent
     routing = dict(DEFAULT_ROUTING)
@@ -283,9 +289,7 @@ def load_config(
             problems.append(
                 Problem(doc.line_of(("judge", "blocking")), "judge.blocking must be true or false")
             )
-        judge = _build_agent(
-            INLINE_JUDGE, raw.judge, ("judge",), doc, providers, base_dir, problems
-        )
+        judge = _build_agent(INLINE_JUDGE, raw.judge, ("judge",), doc, providers, context, problems)
     _raise_if(problems, path)
     return Config(
         root=root,
@@ -310,9 +314,11 @@ def _build_agent(
     loc: tuple[str, ...],
     doc: Document,
     providers: Mapping[str, type[BaseModel]],
-    base_dir: Path,
+    context: dict[str, Path],
     problems: list[Problem],
 ) -> AgentConfig | None:
+    """One agent, its settings validated against the project (files inside it, URLs)."""
+    base_dir = context["base_dir"]
     settings = dict(entry)
     provider = settings.pop("provider", None)
     description = settings.pop("description", None)
@@ -342,7 +348,7 @@ def _build_agent(
         )
         return None
     try:
-        validated = model.model_validate(settings)
+        validated = model.model_validate(settings, context=context)
     except ValidationError as exc:
         for problem in validation_problems(exc, doc, model, prefix=loc):
             problems.append(Problem(problem.line, f"agent {name!r}: {problem.message}"))

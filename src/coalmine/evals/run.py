@@ -178,6 +178,7 @@ async def run_evals(
                 timeout=config.defaults.timeout_seconds,
                 pricing=config.pricing,
                 clock=clock,
+                root=config.root,
             )
             for kind in kinds
         }

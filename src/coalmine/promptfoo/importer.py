@@ -127,7 +127,7 @@ def plan_import(
         ConfigError: the config is broken (every problem, each with its file and line).
     """
     config_path = Path(path)
-    matrix = load_matrix(config_path, environ={})
+    matrix = load_matrix(config_path, environ={}, root=out_dir)
     out_dir = Path(out_dir)
     suites_dir = out_dir / SUITES_DIR
     mapped = map_providers(matrix.providers, base_dir=matrix.base_dir, out_dir=out_dir)

@@ -28,6 +28,7 @@ import yaml
 from pydantic import BaseModel, Field, model_validator
 
 from coalmine._source import safe_load
+from coalmine._util.locations import ProjectFile
 from coalmine.errors import ConfigError
 
 _DELIMITER = re.compile(r"---[ \t]*\r?\n?")
@@ -156,9 +157,9 @@ class PersonaSettings(BaseModel):
     """Model name sent with each request (optional when ``agent_file`` names one)."""
     system_prompt: str | None = None
     """The agent's system prompt."""
-    system_prompt_file: str | None = None
+    system_prompt_file: ProjectFile | None = None
     """Path of a file whose text is the system prompt (relative to the config file)."""
-    agent_file: str | None = None
+    agent_file: ProjectFile | None = None
     """A markdown agent definition with YAML front matter: its body is the system prompt and
     its ``model`` is used unless ``model`` is set here."""
 

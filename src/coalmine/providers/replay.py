@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from coalmine._util.hashing import canonical_json, hash_text
+from coalmine._util.locations import ProjectFile
 from coalmine.errors import ConfigError, ProviderError
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput
@@ -87,8 +88,8 @@ class ReplaySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    cassette: str
-    """The cassette file (relative to the config file)."""
+    cassette: ProjectFile
+    """The cassette file (relative to the config file); it must exist when the config loads."""
     agent: str | None = None
     """The agent name the answers were recorded under (default: this agent's name)."""
 
