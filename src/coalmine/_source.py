@@ -31,6 +31,8 @@ from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, SequenceNode
 from yaml.resolver import Resolver
 
+from coalmine.errors import SpecError
+
 Loc = tuple[str | int, ...]
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -132,14 +134,16 @@ def safe_load(text: str) -> Any:
         loader.dispose()
 
 
-class SourceError(Exception):
-    """A document could not be read or parsed; callers turn it into their own error."""
+class SourceError(SpecError):
+    """A document could not be read or parsed.
+
+    Callers turn it into their own error; one that reaches the CLI is a spec error (exit 2),
+    and its text always names the file and the line.
+    """
 
     def __init__(self, message: str, *, path: Path, line: int | None = None):
-        self.path = path
-        self.line = line
+        super().__init__(message, path=path, line=line)
         self.message = message
-        super().__init__(message)
 
 
 @dataclass(frozen=True)
