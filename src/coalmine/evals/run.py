@@ -419,7 +419,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     output = called.output
     latency = None if called.cache == "hit" else round(clock.monotonic() - t0, 4)
     usage = agent_usage(output, agent, env.pricing)
-    inputs = _inputs(case)
+    inputs = case.case.grader_inputs()
     judge_for = None
     if judge is not None:
         judge_context = CallContext(case_id, judge.agent.name, planned.name)
@@ -582,22 +582,6 @@ def _why(
         gate = " (a gate)" if key in gates else ""
         parts.append(f"{key}{gate} failed" + (f": {detail}" if detail else ""))
     return "; ".join(parts)[:1000]
-
-
-def _inputs(case: SuiteCase) -> dict[str, Any]:
-    c = case.case
-    found = {
-        "expected": c.expected,
-        "relevant": c.relevant,
-        "expected_tool_calls": c.expected_tool_calls,
-        "forbidden_tools": c.forbidden_tools,
-        "context": c.context,
-        "vars": c.vars,
-    }
-    inputs = {k: v for k, v in found.items() if v is not None}
-    if c.metadata:
-        inputs["metadata"] = c.metadata
-    return inputs
 
 
 def _compared_with(case: SuiteCase) -> dict[str, Any]:

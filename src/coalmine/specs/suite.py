@@ -91,6 +91,21 @@ class EvalCase(BaseModel):
     context: list[str] | str | None = None
     """Retrieved context for RAG graders."""
 
+    def grader_inputs(self) -> dict[str, Any]:
+        """What graders may read of the case (``GradeContext.inputs``): the keys it gave."""
+        found = {
+            "expected": self.expected,
+            "relevant": self.relevant,
+            "expected_tool_calls": self.expected_tool_calls,
+            "forbidden_tools": self.forbidden_tools,
+            "context": self.context,
+            "vars": self.vars,
+        }
+        inputs = {k: v for k, v in found.items() if v is not None}
+        if self.metadata:
+            inputs["metadata"] = self.metadata
+        return inputs
+
     @model_validator(mode="after")
     def _prompt_or_vars(self) -> EvalCase:
         if (self.prompt is None) == (self.vars is None):
@@ -302,7 +317,8 @@ def _load_line(
             message = "no graders: give the case 'graders' (or the suite)"
             return BadLine(path, number, message, case.id)
         doc = Document(path, {"graders": graders}, {}, number)
-        problems = check_graders(graders, doc, grader_configs, at=("graders",))
+        given = case.grader_inputs()
+        problems = check_graders(graders, doc, grader_configs, at=("graders",), inputs=given)
         if problems:
             return BadLine(path, number, "; ".join(p.message for p in problems), case.id)
     if case.prompt is not None:
