@@ -11,7 +11,7 @@ exit code (``cli.main``), and anything else keeps its traceback::
      ├── ProviderError       an agent call failed (agent, provider, attempt)
      │    └── AgentTimeout   ... because it ran past its timeout
      ├── GradeError          a grader could not grade (e.g. the judge failed)
-     ├── StoreError          the run store or the results folder cannot be written
+     ├── StoreError          the run store cannot be used, or results cannot be written (exit 2)
  ├── RunError            a run stopped on an unexpected error (run_id, kind)   (exit 1)
      └── Interrupted         the run was stopped (Ctrl-C); what finished is kept    (exit 3)
 
@@ -174,7 +174,12 @@ class GradeError(CoalmineError):
 
 
 class StoreError(CoalmineError):
-    """Results could not be stored."""
+    """The run store cannot be used, or results could not be written; it names the file.
+
+    The store may be missing, not a database, unreadable or newer than this coalmine.
+    """
+
+    exit_code = 2
 
 
 class RunError(CoalmineError):

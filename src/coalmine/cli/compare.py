@@ -8,7 +8,7 @@ import click
 
 from coalmine.cli.options import root_option, store_option
 from coalmine.compare import compare_runs
-from coalmine.engine.history import load_run, open_store
+from coalmine.engine.history import load_runs
 from coalmine.reports.base import registry as reporters
 from coalmine.reports.base import write_report
 from coalmine.reports.markdown import render_comparison
@@ -24,11 +24,8 @@ def compare_command(base: str, new: str, root: Path, store_path: Path | None) ->
 
     Exits 1 when a case that passed in BASE does not pass in NEW.
     """
-    store = open_store(root, path=store_path)
-    try:
-        comparison = compare_runs(load_run(store, base), load_run(store, new))
-    finally:
-        store.close()
+    before, after = load_runs(root, [base, new], path=store_path)
+    comparison = compare_runs(before, after)
     click.echo(render_comparison(comparison), nl=False)
     return 1 if comparison.regressions else 0
 
@@ -57,12 +54,8 @@ def report_command(
     out: Path | None,
 ) -> int:
     """Render any stored run (or result file) again, in any report format."""
-    store = open_store(root, path=store_path)
-    try:
-        record = load_run(store, run)
-        comparison = compare_runs(load_run(store, baseline), record) if baseline else None
-    finally:
-        store.close()
+    record, *base = load_runs(root, [run, *([baseline] if baseline else [])], path=store_path)
+    comparison = compare_runs(base[0], record) if base else None
     if out is None:
         click.echo(reporters.get(fmt).render(record, comparison=comparison), nl=False)
     else:

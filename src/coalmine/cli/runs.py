@@ -32,7 +32,7 @@ def list_command(root: Path, store_path: Path | None, limit: int) -> int:
     A canary run's score is its mean composite; an eval run's is the mean of its suites' scores;
     a review run's counts its evals' runs.
     """
-    store = open_store(root, path=store_path)
+    store = open_store(root, path=store_path, create="never")
     try:
         rows = [("ID", "KIND", "LABEL", "STARTED", "STATUS", "PASSED", "SCORE", "COMMIT")]
         for info in store.list_runs(limit=limit):
@@ -72,7 +72,7 @@ def list_command(root: Path, store_path: Path | None, limit: int) -> int:
 )
 def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int:
     """Show a run as it was printed (RUN: id, id prefix, label or 'latest')."""
-    store = open_store(root, path=store_path)
+    store = open_store(root, path=store_path, create="never")
     try:
         info = store.get_run(run)
         if info.kind == "eval":
@@ -116,7 +116,7 @@ def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int
 @store_option
 def import_command(files: tuple[Path, ...], root: Path, store_path: Path | None) -> int:
     """Import canary-run-*.json result files, so older runs can be compared."""
-    store = open_store(root, path=store_path)
+    store = open_store(root, path=store_path, create="in a project")
     try:
         for file in files:
             run_id = store.import_run(read_result_file(file), root=str(root.resolve()))

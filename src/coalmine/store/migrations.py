@@ -44,6 +44,7 @@ def migrate(conn: sqlite3.Connection, *, upto: str | None = None) -> list[str]:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
+    _refuse_newer(conn)  # before any step: a newer store is never changed by an older coalmine
     applied_now = []
     for step in MIGRATIONS:
         with transaction(conn):
@@ -57,6 +58,10 @@ def migrate(conn: sqlite3.Connection, *, upto: str | None = None) -> list[str]:
                 applied_now.append(step.name)
         if step.name == upto:
             break
+    return applied_now
+
+
+def _refuse_newer(conn: sqlite3.Connection) -> None:
     known = {m.name for m in MIGRATIONS}
     unknown = [r[0] for r in conn.execute("SELECT name FROM _migrations") if r[0] not in known]
     if unknown:
@@ -64,7 +69,6 @@ def migrate(conn: sqlite3.Connection, *, upto: str | None = None) -> list[str]:
             f"the run store was written by a newer coalmine (migrations {', '.join(unknown)}); "
             "upgrade coalmine to read it"
         )
-    return applied_now
 
 
 def _execute_script(conn: sqlite3.Connection, script: str) -> None:

@@ -117,6 +117,9 @@ class Store:
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(f"cannot prepare the run store {path}: {exc}") from None
+        except StoreError as exc:
+            conn.close()
+            raise StoreError(f"{path}: {exc}") from None
         return cls(conn, path)
 
     @classmethod
