@@ -14,6 +14,7 @@ alias's line while the document is composed, before any value is built.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import tomllib
 import types
@@ -123,6 +124,36 @@ except ImportError:  # pragma: no cover - PyYAML without libyaml
 
     class _Loader(GuardedComposer, yaml.SafeLoader):  # type: ignore[no-redef]
         pass
+
+
+def read_json(text: str) -> Any:
+    """``json.loads`` of a file's text, refusing nesting past :data:`MAX_DEPTH` as YAML does.
+
+    Raises:
+        json.JSONDecodeError: not JSON, or nested too deeply (which would otherwise exhaust
+            the recursion of the decoder or of what reads the value).
+    """
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        data, deep = None, True
+    else:
+        deep = _deeper_than(data, MAX_DEPTH)
+    if deep:
+        raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, 0)
+    return data
+
+
+def _deeper_than(data: Any, limit: int) -> bool:
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > limit:
+                return True
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+    return False
 
 
 def safe_load(text: str) -> Any:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from coalmine._source import safe_load
 from coalmine._util.locations import ProjectFile
@@ -162,6 +162,18 @@ class PersonaSettings(BaseModel):
     agent_file: ProjectFile | None = None
     """A markdown agent definition with YAML front matter: its body is the system prompt and
     its ``model`` is used unless ``model`` is set here."""
+
+    @field_validator("agent_file")
+    @classmethod
+    def _readable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """Read the agent file when the config loads, so a broken one is found then."""
+        base = (info.context or {}).get("base_dir")
+        if value is not None and base is not None:
+            try:
+                load_agent_file(base / value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @model_validator(mode="after")
     def _one_system_prompt(self) -> PersonaSettings:

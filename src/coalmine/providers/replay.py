@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from coalmine._source import read_json
 from coalmine._util.hashing import canonical_json, hash_text
 from coalmine._util.locations import ProjectFile
 from coalmine.errors import ConfigError, ProviderError
@@ -50,7 +51,7 @@ class Cassette:
             if not line.strip():
                 continue
             try:
-                entry = json.loads(line)
+                entry = read_json(line)
                 AgentOutput.model_validate(entry["output"])
                 cassette.entries[entry["key"]] = entry
             except (ValueError, KeyError, TypeError, ValidationError) as exc:

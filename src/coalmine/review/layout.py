@@ -37,7 +37,7 @@ from pydantic import (
     model_validator,
 )
 
-from coalmine._source import Document, Loc, SourceError, did_you_mean, load_yaml
+from coalmine._source import Document, Loc, SourceError, did_you_mean, load_yaml, read_json
 from coalmine._source import validation_problems as _validation_problems
 from coalmine._util.locations import OutsideProject, inside_root
 from coalmine.errors import SpecError, UsageError
@@ -391,7 +391,7 @@ def load_review_eval(folder: Path, *, root: Path | None = None) -> ReviewEval | 
     except OSError as exc:
         return problem(None, f"cannot read: {exc.strerror}")
     try:
-        data = json.loads(text)
+        data = read_json(text)
     except json.JSONDecodeError as exc:
         return problem(exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})")
     if not isinstance(data, dict):

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, NamedTuple
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from coalmine._source import Document, Problem, SourceError, load_yaml
+from coalmine._source import Document, Problem, SourceError, load_yaml, read_json
 from coalmine._source import validation_problems as _validation_problems
 from coalmine.specs.compat import Compat, PromptfooCase, PromptfooSuite
 from coalmine.specs.loader import check_graders
@@ -297,7 +297,7 @@ def _load_line(
 ) -> SuiteCase | BadLine:
     """Parse one line; ``check=False`` skips the grader checks a scan already made."""
     try:
-        data = json.loads(raw)
+        data = read_json(raw)
     except json.JSONDecodeError as exc:
         return BadLine(path, number, f"not valid JSON ({exc.msg}, column {exc.colno})")
     if not isinstance(data, dict):
