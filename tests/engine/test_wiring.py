@@ -111,6 +111,9 @@ def test_an_unexpected_exception_ends_the_run_with_exit_1(project: Project, expl
     assert f"coalmine eval run --resume {info.id}" in output
     # the traceback is kept with the run, for a bug report, not thrown at the user
     assert info.error is not None and "Traceback" in info.error and "boom" in info.error
+    code, output = run_main("runs", "show", info.id, "--root", str(project.root))
+    assert f"run {info.id} stopped on an error: the eval run" in output
+    assert "Traceback" not in output
 
 
 def test_an_errored_run_can_be_resumed(project: Project, exploding: str) -> None:

@@ -83,6 +83,8 @@ def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int
             record = store.load_run(run)
     finally:
         store.close()
+    if info.error:  # what stopped it; its first line (the store keeps the rest)
+        click.echo(f"run {info.id} stopped on an error: {info.error.splitlines()[0]}", err=True)
     if info.kind == "review":
         if fmt == "json":  # every role call: what each role was given and what it answered
             payload = [{"case": case, **rec} for case, rec in records]
