@@ -137,8 +137,9 @@ def read_json(text: str) -> Any:
         data = json.loads(text)
     except RecursionError:
         data, deep = None, True
-    else:
-        deep = _deeper_than(data, MAX_DEPTH)
+    else:  # fewer openers than the limit cannot nest past it (the common case, at C speed)
+        openers = text.count("[") + text.count("{")
+        deep = openers > MAX_DEPTH and _deeper_than(data, MAX_DEPTH)
     if deep:
         raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, 0)
     return data
