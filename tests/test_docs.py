@@ -80,6 +80,14 @@ def test_the_plugin_example_runs() -> None:
 def test_the_connect_your_agents_example_is_a_valid_config(tmp_path: Path) -> None:
     (example,) = [b for b in _blocks("yaml") if "provider: replay" in b]
     (tmp_path / "coalmine.yaml").write_text(example, encoding="utf-8")
+    named = {  # the files it names must exist to load
+        ".claude/agents/qa.md": "---\nname: qa\n---\nYou are QA.\n",
+        "prompts/documenter.md": "You document.\n",
+        "cassettes/release.jsonl": "",
+    }
+    for relative, text in named.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text, encoding="utf-8")
     config = load_config(tmp_path, providers=provider_settings(), environ={})
     assert sorted(a.provider for a in config.agents.values()) == [
         "anthropic", "command", "http", "openai", "python", "replay",

@@ -30,6 +30,7 @@ from coalmine._source import (
     validation_problems,
 )
 from coalmine._util.interpolation import Expanded, expand
+from coalmine._util.locations import project_context
 from coalmine._util.secrets import config_secrets, redact
 from coalmine.errors import ConfigError
 
@@ -258,6 +259,8 @@ def load_config(
     providers: Mapping[str, type[BaseModel]],
     environ: Mapping[str, str] | None = None,
     keys: Collection[str] | None = None,
+    base_dir: Path | None = None,
+    project_root: Path | None = None,
 ) -> Config:
     """Load the configuration of the project at ``root``.
 
@@ -267,6 +270,9 @@ def load_config(
         environ: the variables ``${VAR}`` expands from (default: ``os.environ``).
         keys: read only these top-level keys (a command that reads the store needs ``store``
             alone): the others are neither expanded nor checked.
+        base_dir: where relative paths in agent settings resolve (default: the config file's
+            folder).
+        project_root: the folder files named by agents must stay in (default: ``root``).
 
     Raises:
         ConfigError: every problem found, each with file and line.
@@ -315,9 +321,10 @@ def load_config(
     except ValidationError as exc:
         _raise_if(validation_problems(exc, doc, _ConfigFile), path)
         raise  # pragma: no cover - validation_problems always yields one problem per error
+    context = project_context(base_dir=base_dir or path.parent, root=project_root or root)
     agents = {}
     for name, entry in raw.agents.items():
-        agent = _agent(name, entry, ("agents", name), doc, expanded, providers, problems)
+        agent = _agent(name, entry, ("agents", name), doc, expanded, providers, context, problems)
         if agent is not None:
             agents[name] = agent
     routing = dict(DEFAULT_ROUTING)
@@ -343,7 +350,9 @@ def load_config(
             problems.append(
                 Problem(doc.line_of(("judge", "blocking")), "judge.blocking must be true or false")
             )
-        judge = _agent(INLINE_JUDGE, raw.judge, ("judge",), doc, expanded, providers, problems)
+        judge = _agent(
+            INLINE_JUDGE, raw.judge, ("judge",), doc, expanded, providers, context, problems
+        )
     _raise_if(problems, path)
     return Config(
         root=root,
@@ -369,12 +378,13 @@ def _agent(
     doc: Document,
     expanded: Expanded,
     providers: Mapping[str, type[BaseModel]],
+    context: dict[str, Path],
     problems: list[Problem],
 ) -> AgentConfig | None:
     """The agent at ``loc`` with its secrets; while a variable of it is unset, unvalidated."""
     own = expanded.under(loc)
     secrets = tuple(config_secrets(entry, [(f.loc, f.value) for f in own.from_env]))
-    base_dir = doc.path.parent
+    base_dir = context["base_dir"]
     if own.unset:
         provider = entry.get("provider")
         description = entry.get("description")
@@ -388,7 +398,7 @@ def _agent(
             secrets=secrets, unset=unset,
         )  # fmt: skip
     known = len(problems)
-    agent = _build_agent(name, entry, loc, doc, providers, base_dir, problems)
+    agent = _build_agent(name, entry, loc, doc, providers, context, problems)
     for i in range(known, len(problems)):  # a message may quote a value: never a secret
         problems[i] = Problem(problems[i].line, redact(problems[i].message, secrets))
     return replace(agent, secrets=secrets) if agent is not None else None
@@ -400,9 +410,11 @@ def _build_agent(
     loc: tuple[str, ...],
     doc: Document,
     providers: Mapping[str, type[BaseModel]],
-    base_dir: Path,
+    context: dict[str, Path],
     problems: list[Problem],
 ) -> AgentConfig | None:
+    """One agent, its settings validated against the project (files inside it, URLs)."""
+    base_dir = context["base_dir"]
     settings = dict(entry)
     provider = settings.pop("provider", None)
     description = settings.pop("description", None)
@@ -432,7 +444,7 @@ def _build_agent(
         )
         return None
     try:
-        validated = model.model_validate(settings)
+        validated = model.model_validate(settings, context=context)
     except ValidationError as exc:
         for problem in validation_problems(exc, doc, model, prefix=loc):
             problems.append(Problem(problem.line, f"agent {name!r}: {problem.message}"))

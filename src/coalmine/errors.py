@@ -11,7 +11,8 @@ exit code (``cli.main``), and anything else keeps its traceback::
      ├── ProviderError       an agent call failed (agent, provider, attempt)
      │    └── AgentTimeout   ... because it ran past its timeout
      ├── GradeError          a grader could not grade (e.g. the judge failed)
-     ├── StoreError          the run store or the results folder cannot be written
+     ├── StoreError          the run store cannot be used, or results cannot be written (exit 2)
+ ├── RunError            a run stopped on an unexpected error (run_id, kind)   (exit 1)
      └── Interrupted         the run was stopped (Ctrl-C); what finished is kept    (exit 3)
 
 Errors carry their context as attributes, so a caller never parses a message. Messages say
@@ -33,6 +34,8 @@ __all__ = [
     "Interrupted",
     "PluginError",
     "ProviderError",
+    "RunError",
+    "first_error",
     "SpecError",
     "StoreError",
     "UsageError",
@@ -179,7 +182,25 @@ class GradeError(CoalmineError):
 
 
 class StoreError(CoalmineError):
-    """Results could not be stored."""
+    """The run store cannot be used, or results could not be written; it names the file.
+
+    The store may be missing, not a database, unreadable or newer than this coalmine.
+    """
+
+    exit_code = 2
+
+
+class RunError(CoalmineError):
+    """A run stopped on an error coalmine did not expect (a bug, here or in a plugin).
+
+    The run is ended in the store with the error and its traceback; what finished is kept, and
+    the run can be resumed. The message names the run and the error, in one line.
+    """
+
+    def __init__(self, message: str, *, run_id: str | None, kind: str):
+        self.run_id = run_id
+        self.kind = kind
+        super().__init__(message)
 
 
 class Interrupted(CoalmineError):
@@ -190,6 +211,26 @@ class Interrupted(CoalmineError):
     def __init__(self, message: str, *, results_path: Path | None = None):
         self.results_path = results_path
         super().__init__(message)
+
+
+def first_error(exc: BaseException) -> BaseException:
+    """The error that stands for ``exc``, which may be a (nested) exception group.
+
+    In a group: its first ``CoalmineError`` (workers that met one broken agent each raise it),
+    else its first exception; otherwise ``exc`` itself.
+    """
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves: list[BaseException] = []
+    groups: list[BaseExceptionGroup[BaseException]] = [exc]
+    while groups:
+        for inner in groups.pop(0).exceptions:
+            if isinstance(inner, BaseExceptionGroup):
+                groups.append(inner)
+            else:
+                leaves.append(inner)
+    ours = [e for e in leaves if isinstance(e, CoalmineError)]
+    return ours[0] if ours else leaves[0] if leaves else exc
 
 
 def _locate(message: str, path: Path | None, line: int | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -16,6 +17,7 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.helpers.cli import run_main
 from tests.helpers.openai_server import FakeOpenAI, Reply
 from tests.helpers.project import Project
 
@@ -351,3 +353,46 @@ def test_an_agent_error_shows_the_end_of_its_stderr(project: Project) -> None:
         "    stderr: Traceback (most recent call last):",
         "    stderr: RuntimeError: the index is missing",
     ]
+
+
+ECHO = {"agents": {"Bot": {"provider": "echo"}}}
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("description: [unclosed\n", 2, "invalid YAML"),  # where the parser finds it out
+        ("description: ok\nbogus: 1\n", 2, "unknown key 'bogus'"),
+        ("description: ok\nrepeats: many\n", 2, "repeats: Input should be a valid integer"),
+        ("- a\n- b\n", 1, "must be a mapping of keys"),
+        ("description: ok\ngraders:\n  - type: nope\n", 3, "unknown grader type 'nope'"),
+        ("description: ok\nprompt_template: '{{ broken'\n", 2, "prompt_template:"),
+    ],
+    ids=["bad-yaml", "unknown-key", "wrong-type", "top-level-list", "bad-grader", "template"],
+)
+def test_a_broken_suite_yaml_names_its_file_and_line(
+    project: Project, text: str, line: int, words: str
+) -> None:
+    setup(project, ECHO)  # in-process: a python agent's module would be imported once
+    suite(project, "good", [case("g", "say ok", contains("ok"))])
+    suite(project, "bad", [case("b", "say ok", contains("ok"))])
+    project.write("harness/evals/bad.yaml", text)
+    code, output = run_main("eval", "run", "--root", str(project.root), "--display", "none")
+    assert code == 2, output
+    where = project.root / "harness" / "evals" / "bad.yaml"
+    assert f"error: {where}:{line}: " in output and words in output, output
+    assert "Traceback" not in output
+    assert re.search(r"^good\s+1\s+1\s+0\s+0\b.*PASS", output, re.M), output  # the others run
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "  \n\t\n \n"], ids=["empty", "blank", "spaces"])
+def test_an_empty_suite_is_a_bad_suite(project: Project, text: str) -> None:
+    setup(project, ECHO)
+    suite(project, "good", [case("g", "say ok", contains("ok"))])
+    project.write("harness/evals/empty.jsonl", text)
+    code, output = run_main("eval", "run", "--root", str(project.root), "--display", "none")
+    assert code == 2, output
+    assert f"{project.root / 'harness' / 'evals' / 'empty.jsonl'}: the suite has no cases" in output
+    assert re.search(r"^good\s+1\s+1\b", output, re.M), output
+    code, output = run_main("eval", "list", "--root", str(project.root))
+    assert code == 2 and "the suite has no cases" in output

@@ -275,8 +275,9 @@ def test_a_grader_config_error_is_an_error_naming_the_case(evals: Evals) -> None
             case("ok", "hello", contains("hello")),
             # equals takes the case's expected when its config has no value
             case("from-expected", "hello", {"type": "equals"}, expected="hello"),
-            case("no-value", "hello", {"type": "equals"}),
-            case("no-calls", "hello", {"type": "tool-call-f1"}),
+            # an expected that the grader cannot take is found when the case is graded
+            case("bad-expected", "hello", {"type": "levenshtein"}, expected={"not": "text"}),
+            case("bad-calls", "hello", {"type": "tool-call-f1"}, expected_tool_calls=[{"x": 1}]),
         ],
     )
     outcome = evals.run()
@@ -285,7 +286,7 @@ def test_a_grader_config_error_is_an_error_naming_the_case(evals: Evals) -> None
     assert (r.verdict, r.gate.blocking_failures, outcome.exit_code) == ("fail", 2, 1)
     # only the graded cases are scored: values [1, 1]
     assert (r.score, r.stderr) == (1.0, 0.0)
-    for case_id, grader in [("no-value", "equals"), ("no-calls", "tool-call-f1")]:
+    for case_id, grader in [("bad-expected", "levenshtein"), ("bad-calls", "tool-call-f1")]:
         row = evals.row(outcome.run_id, case_id)
         assert (row["status"], row["error_kind"], row["blocks"], row["score"]) == (
             "error",
@@ -296,13 +297,45 @@ def test_a_grader_config_error_is_an_error_naming_the_case(evals: Evals) -> None
         error = json.loads(row["record"])["error"]
         assert error.startswith(f"case {case_id!r}: {grader}")
     assert (
-        "give the grader a 'value' or the case an 'expected'"
-        in (json.loads(evals.row(outcome.run_id, "no-value")["record"])["error"])
+        "the case's 'expected' is not a valid value for levenshtein"
+        in (json.loads(evals.row(outcome.run_id, "bad-expected")["record"])["error"])
     )
-    assert [(f.id, f.status) for f in r.failures] == [("no-calls", "error"), ("no-value", "error")]
-    assert r.failures[1].reason.startswith("case 'no-value': equals")
+    assert [(f.id, f.status) for f in r.failures] == [
+        ("bad-calls", "error"),
+        ("bad-expected", "error"),
+    ]
+    assert r.failures[1].reason.startswith("case 'bad-expected': levenshtein")
     assert evals.row(outcome.run_id, "from-expected")["status"] == "pass"
     result_file(evals, outcome)
+
+
+def test_a_grader_with_nothing_to_compare_with_is_a_bad_line_at_load(evals: Evals) -> None:
+    evals.config()
+    path = evals.suite(
+        "cfg",
+        [
+            case("ok", "hello", contains("hello")),
+            case("no-value", "hello", {"type": "equals"}),
+            case("no-calls", "hello", {"type": "tool-call-f1"}),
+            case("no-relevant", "hello", {"type": "ndcg@k"}),
+            case("no-context", "hello", {"type": "context-faithfulness"}),
+        ],
+        meta={"graders": [{"type": "json-path", "config": {"path": "a"}}]},
+    )
+    outcome = evals.run(no_judge=True)
+    [r] = outcome.suites
+    assert (r.cases, r.bad_lines, outcome.exit_code) == (0, 5, 2)
+    examples = r.bad_line_examples
+    assert examples[0].startswith(f"{path}:1: case 'ok': json-path has nothing to compare with")
+    assert "give it an 'equals' or a 'matches' or the case an 'expected'" in examples[0]
+    assert (
+        "equals has nothing to compare with: give it a 'value' or the case an 'expected'"
+        in (examples[1])
+    )
+    assert "tool-call-f1 has nothing to compare with: give it an 'expected'" in examples[2]
+    assert "ndcg@k needs the case's 'relevant', and the case has none" in examples[3]
+    assert "context-faithfulness needs the case's 'context'" in examples[4]
+    assert evals.calls() == []  # found before anything was called
 
 
 def test_threshold_passes_on_the_weighted_score_and_a_gate_still_fails(evals: Evals) -> None:
@@ -512,7 +545,8 @@ def test_min_score_decides_the_suite(evals: Evals) -> None:
 
 def test_min_score_fails_on_a_blocking_error_whatever_the_score(evals: Evals) -> None:
     evals.config()
-    cases = [case("good", "yes", contains("yes")), case("broken", "yes", {"type": "equals"})]
+    broken = case("broken", "yes", {"type": "levenshtein"}, expected=["not", "text"])
+    cases = [case("good", "yes", contains("yes")), broken]
     evals.suite("errs", cases, meta={"min_score": 0.5})  # type: ignore[arg-type]
     [r] = evals.run().suites
     assert (r.score, r.errored, r.verdict) == (1.0, 1, "fail")

@@ -127,10 +127,12 @@ ADVISORY = {
 def triage(
     *, erroring: bool = False, extra: tuple[dict[str, Any], ...] = ()
 ) -> list[dict[str, Any]]:
-    """The suite of the regression tests; ``errs`` errors when ``erroring`` (no expected)."""
-    errs: dict[str, Any] = {"id": "errs", "prompt": "ok then", "graders": [{"type": "equals"}]}
-    if not erroring:
-        errs["expected"] = "ok then"
+    """The suite of the regression tests; ``errs`` errors when ``erroring``.
+
+    (Its ``expected`` is then one its grader cannot take, which is found when it grades.)
+    """
+    errs: dict[str, Any] = {"id": "errs", "prompt": "ok then", "graders": [{"type": "levenshtein"}]}
+    errs["expected"] = {"not": "text"} if erroring else "ok then"
     always_bad = {**ok("always-bad"), "prompt": "bad then"}
     cases = [ok("login-reset"), ok("slow-checkout"), ok("stable"), always_bad, ADVISORY, errs]
     return [*cases, *extra]

@@ -31,6 +31,7 @@ from tests.promptfoo.test_run import (
     NEEDS_NODE,
     PROMPTFOO,
     components,
+    copied_into,
     promptfoo_rows,
     run,
     run_real_promptfoo,
@@ -54,6 +55,7 @@ def test_an_imported_suite_exported_back_gives_promptfoos_verdicts(
     if node and node_available() is not None:
         pytest.skip("needs Node.js >= 18")
     project = tmp_path / "project"
+    config = copied_into(config, project)
     code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
     assert code in (0, 1), output
     expected = promptfoo_rows(captured)

@@ -36,6 +36,7 @@ from tests.promptfoo.test_run import (
     NEEDS_NODE,
     PROMPTFOO,
     components,
+    copied_into,
     promptfoo_rows,
     run_real_promptfoo,
 )
@@ -45,6 +46,7 @@ pytestmark = pytest.mark.usefixtures("fast_python")
 
 def import_and_run(config: Path, project: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:
     """Import ``config`` into ``project``, run its suites; the stored rows' promptfoo verdicts."""
+    config = copied_into(config, project)
     code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
     assert code in (0, 1), output
     code, output = run_main("eval", "run", "--root", str(project), "--display", "plain", *extra)

@@ -213,6 +213,9 @@ def test_each_mapping_is_a_valid_agent(
     mapped = map_provider(provider, base_dir=tmp_path)
 
     assert (mapped.problem, dict(mapped.agent or {}), list(mapped.notes)) == (None, agent, notes)
+    if "file" in agent:  # a file an agent names must exist when its config loads
+        (tmp_path / agent["file"]).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / agent["file"]).write_text("def call_api(prompt, options, context): ...\n")
     config = load_agents(tmp_path, [mapped], environ={"HOME": "/home/x"})
     loaded = config.agents[mapped.agent_name]
     assert loaded.provider == agent["provider"]
@@ -331,9 +334,11 @@ def fixture_agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[int,
     """The fixture's providers, mapped into a coalmine.yaml in another folder, built."""
     monkeypatch.setattr(sys, "path", list(sys.path))
     problems = Problems()
-    config = load_promptfoo_config(FIXTURE / "promptfooconfig.yaml", problems=problems)
+    fixture = tmp_path / "suite" / "providers"  # inside the project, whose files it names
+    shutil.copytree(FIXTURE, fixture)
+    config = load_promptfoo_config(fixture / "promptfooconfig.yaml", problems=problems)
     assert config is not None and not problems.errors
-    mapped = list(map_providers(read_providers(config, problems), base_dir=FIXTURE,
+    mapped = list(map_providers(read_providers(config, problems), base_dir=fixture,
                                 out_dir=tmp_path / "suite"))  # fmt: skip
     for m in mapped:
         if m.agent is not None and m.agent.get("argv", [""])[0] == "python3":

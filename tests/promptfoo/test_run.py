@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,12 @@ CAPTURED = [
 
 
 pytestmark = pytest.mark.usefixtures("fast_python")
+
+
+def copied_into(config: Path, project: Path) -> Path:
+    """``config`` with its folder copied into ``project``: a project reads only its own files."""
+    shutil.copytree(config.parent, project / "promptfoo", dirs_exist_ok=True)
+    return project / "promptfoo" / config.name
 
 
 def run(config: Path, root: Path, **options: Any) -> PromptfooRun:

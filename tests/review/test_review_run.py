@@ -8,6 +8,7 @@ of the role the assertion targets.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 import yaml
 from markdown_it import MarkdownIt
 
+from tests.helpers.cli import run_main
 from tests.helpers.project import Project
 
 AGENTS = """\
@@ -265,3 +267,45 @@ def test_the_session_note_escapes_what_the_roles_and_the_eval_wrote(project: Pro
     highlights = text.split("## Highlights\n\n", 1)[1]
     assert highlights.count("\n- ") + highlights.startswith("- ") == 2  # one line a failure
     assert "| x_y | 1.1–1.2 (2) | 0 | 2 | 0 |" in text
+
+
+def add_eval(project: Project, name: str) -> Path:
+    """Another eval beside ``sql``, with the same framing and assertions."""
+    source = project.root / "evals" / "review" / "sql" / "eval.json"
+    project.write(f"evals/review/{name}/eval.json", source.read_text(encoding="utf-8"))
+    project.write(f"evals/review/{name}/test-files/app/db.py", FIXTURE)
+    return project.root / "evals" / "review" / name
+
+
+def test_a_refused_fixture_exits_2_and_the_other_evals_run(project: Project) -> None:
+    setup(project)
+    fifo = add_eval(project, "fifo") / "test-files" / "pipe"
+    os.mkfifo(fifo)
+    escape = add_eval(project, "escape") / "test-files" / "up"
+    escape.symlink_to("../../../../..")
+    code, output = run_main("review", "run", "--root", str(project.root))
+    assert code == 2, output
+    assert "Traceback" not in output
+    assert "review/fifo: test-files/pipe: not a file" in output
+    assert "review/escape: test-files/up: a symlink pointing out" in output
+    assert "| sql | 1.1–1.2 (2) | 2 | 0 | 0 |" in output  # the good eval ran
+    assert {p["role"] for p in prompts(project)} == {"resolver", "reviewer", "grader"}
+    assert len(prompts(project)) == 3  # only the good eval's pipeline was called
+
+
+def test_an_eval_folder_symlinked_outside_the_project_is_refused(
+    project: Project, tmp_path: Path
+) -> None:
+    setup(project)
+    outside = tmp_path / "elsewhere" / "stolen"
+    (outside / "test-files").mkdir(parents=True)
+    (outside / "test-files" / "id_rsa").write_text("-----BEGIN PRIVATE KEY----- hunter2\n")
+    eval_json = project.root / "evals" / "review" / "sql" / "eval.json"
+    (outside / "eval.json").write_text(eval_json.read_text(encoding="utf-8"))
+    (project.root / "evals" / "review" / "stolen").symlink_to(outside)
+    code, output = run_main("review", "run", "--root", str(project.root))
+    assert code == 2, output
+    assert "outside the project" in output and "stolen" in output
+    assert not any("hunter2" in p["prompt"] for p in prompts(project))
+    code, output = run_main("review", "stage", "--root", str(project.root))
+    assert code == 2 and "outside the project" in output

@@ -257,3 +257,28 @@ def test_select_invalid_spec_by_id_keeps_it_in_invalid(tmp_path: Path) -> None:
     assert chosen.specs == []
     assert [i.spec_id for i in chosen.invalid] == ["qa-002"]
     assert chosen.invalid[0].problems[0].message == "missing required key 'title'"
+
+
+@pytest.mark.parametrize(
+    ("grader", "words"),
+    [
+        ("{type: equals}", "equals has nothing to compare with: give it a 'value'"),
+        ("{type: json-path, config: {path: a}}", "give it an 'equals' or a 'matches'"),
+        ("{type: recall@k}", "recall@k needs a case's 'relevant', which a canary has not"),
+        (
+            "{type: forbidden-tools}",
+            "forbidden-tools has nothing to compare with: give it a 'tools'",
+        ),
+    ],
+)
+def test_a_grader_a_canary_cannot_feed_is_invalid_at_its_line(
+    tmp_path: Path, grader: str, words: str
+) -> None:
+    text = valid("qa-001-x").replace(
+        "    - type: structural", f"    - {grader}\n    - type: structural"
+    )
+    write(tmp_path, "qa/qa-001.yaml", text)
+    invalid = only_invalid(load(tmp_path))
+    assert invalid.line == 11
+    assert words in invalid.reason
+    assert "(a canary" not in invalid.reason and "the case" not in invalid.reason

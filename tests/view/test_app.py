@@ -255,7 +255,7 @@ def test_the_store_is_opened_read_only(tmp_path: Path) -> None:
     assert not (tmp_path / "none.db").exists()
     code, output = run_main("view", "--root", str(tmp_path), "--port", "0")
     assert code == 2 and "there is no run store at" in output and "Traceback" not in output
-    assert "run `coalmine canary run` or `coalmine eval run` first" in output
+    assert "`coalmine canary run` or `coalmine eval run` makes one" in output
 
 
 def test_the_trend_line_puts_each_score_on_the_chart() -> None:

@@ -44,6 +44,7 @@ from coalmine.engine.wiring import (
     Wiring,
     coalmine_version,
     describe_judge,
+    ending_run,
     recording_run_agents,
     require_variables,
     secret_values,
@@ -139,131 +140,136 @@ async def run_canaries(
         store, resume, plan, clock, judge_info, {"jobs": jobs, "no_judge": no_judge,
                                                   "cache": cache}, command_line,
     )  # fmt: skip
-    todo = [(i, c) for i, c in enumerate(plan.canaries) if c.loaded.id not in stored.done]
-    response_cache = ResponseCache(store) if cache and store is not None else None
-    wiring = Wiring(
-        response_cache,
-        tuple(secret_values(config)),
-        Cassette.load(record, must_exist=False) if record else None,
-        Cassette.load(replay) if replay else None,
-    )
-    callers: dict[str, Caller] = {}
-    judge: Caller | None = None
-    gate: JudgeGate | None = None
-    results: dict[int, CaseResult] = {}
-    secrets = list(wiring.secrets)
-    stop = stop or anyio.Event()
-    spent = sum(u.cost or 0.0 for r in stored.done.values() for u in r.usage.values())
-    over_budget = False
-    skip_reason = _SKIP_REASONS.get(judge_info.mode, "no judge is configured")
-    lessons = recall_for_canaries(store, plan, root=config.root) if store is not None else []
-    try:
-        for _, canary in todo:
-            if canary.agent.name not in callers:
-                callers[canary.agent.name] = wiring.caller(canary.agent)
-        if judge_agent is not None:
-            # A judge that is one of the agents shares that agent's caller, and so its limits.
-            judge = callers.get(judge_agent.name) if judge_agent.name in config.agents else None
-            judge = judge or wiring.caller(judge_agent)
-            gate = judge_gate(store, judge, configured_blocking=config.judge_blocking)
-            for canary in plan.canaries:  # decided before the run, so its start can say it
-                for g in canary.loaded.spec.expected.graders:
-                    if graders.get(g.type).needs_judge:
-                        gate.policy(g.type, g.config)
-            judge_info = summarize_gate(gate, judge_info)
-        total = len(todo)
-        if lessons:
-            await emit(hooks, "on_lessons_recalled", LessonsRecalled(tuple(lessons)))
-        await emit(
-            hooks,
-            "on_run_start",
-            RunStart(total, len(plan.invalid), judge_info.describe(), len(stored.done)),
+    secrets = secret_values(config)
+    with ending_run(store, stored.run_id, kind="canary", clock=clock, secrets=secrets):
+        todo = [(i, c) for i, c in enumerate(plan.canaries) if c.loaded.id not in stored.done]
+        response_cache = ResponseCache(store) if cache and store is not None else None
+        wiring = Wiring(
+            response_cache,
+            tuple(secrets),
+            Cassette.load(record, must_exist=False) if record else None,
+            Cassette.load(replay) if replay else None,
         )
-
-        async def work(index: int, item: tuple[int, PlannedCanary]) -> None:
-            nonlocal spent, over_budget
-            position, canary = item
-            if max_cost is not None and spent >= max_cost:
-                over_budget = True
-                stop.set()  # what is in flight is cancelled; the run can be resumed
-                return
+        callers: dict[str, Caller] = {}
+        judge: Caller | None = None
+        gate: JudgeGate | None = None
+        results: dict[int, CaseResult] = {}
+        stop = stop or anyio.Event()
+        spent = sum(u.cost or 0.0 for r in stored.done.values() for u in r.usage.values())
+        over_budget = False
+        skip_reason = _SKIP_REASONS.get(judge_info.mode, "no judge is configured")
+        lessons = recall_for_canaries(store, plan, root=config.root) if store is not None else []
+        try:
+            for _, canary in todo:
+                if canary.agent.name not in callers:
+                    callers[canary.agent.name] = wiring.caller(canary.agent)
+            if judge_agent is not None:
+                # A judge that is one of the agents shares that agent's caller, and so its limits.
+                judge = callers.get(judge_agent.name) if judge_agent.name in config.agents else None
+                judge = judge or wiring.caller(judge_agent)
+                gate = judge_gate(store, judge, configured_blocking=config.judge_blocking)
+                for canary in plan.canaries:  # decided before the run, so its start can say it
+                    for g in canary.loaded.spec.expected.graders:
+                        if graders.get(g.type).needs_judge:
+                            gate.policy(g.type, g.config)
+                judge_info = summarize_gate(gate, judge_info)
+            total = len(todo)
+            if lessons:
+                await emit(hooks, "on_lessons_recalled", LessonsRecalled(tuple(lessons)))
             await emit(
-                hooks, "on_case_start", CaseStart(index, total, canary.loaded.id, canary.agent.name)
+                hooks,
+                "on_run_start",
+                RunStart(total, len(plan.invalid), judge_info.describe(), len(stored.done)),
             )
-            judge_for = None
-            if judge is not None:
-                spec = canary.loaded.spec
-                context = CallContext(spec.id, judge.agent.name, spec.phase)
-                judge_for = rerunnable_judge(judge, context, config.defaults.judge_timeout_seconds)
-            outcome = await run_case(
-                canary,
-                callers[canary.agent.name],
-                judge_for(0) if judge_for is not None else None,
-                position=position,
-                clock=clock,
-                secrets=secrets,
-                skip_reason=skip_reason,
-                gate=gate,
-                pricing=config.pricing,
-                judge_model=judge_info.model,
-                functions=functions,
-                judge_reruns=judge_reruns,
-                judge_for=judge_for,
+
+            async def work(index: int, item: tuple[int, PlannedCanary]) -> None:
+                nonlocal spent, over_budget
+                position, canary = item
+                if max_cost is not None and spent >= max_cost:
+                    over_budget = True
+                    stop.set()  # what is in flight is cancelled; the run can be resumed
+                    return
+                await emit(
+                    hooks,
+                    "on_case_start",
+                    CaseStart(index, total, canary.loaded.id, canary.agent.name),
+                )
+                judge_for = None
+                if judge is not None:
+                    spec = canary.loaded.spec
+                    context = CallContext(spec.id, judge.agent.name, spec.phase)
+                    judge_for = rerunnable_judge(
+                        judge, context, config.defaults.judge_timeout_seconds
+                    )
+                outcome = await run_case(
+                    canary,
+                    callers[canary.agent.name],
+                    judge_for(0) if judge_for is not None else None,
+                    position=position,
+                    clock=clock,
+                    secrets=secrets,
+                    skip_reason=skip_reason,
+                    gate=gate,
+                    pricing=config.pricing,
+                    judge_model=judge_info.model,
+                    functions=functions,
+                    judge_reruns=judge_reruns,
+                    judge_for=judge_for,
+                )
+                spent += sum(u.cost or 0.0 for u in outcome.result.usage.values())
+                if store is not None and stored.run_id is not None:
+                    store.record_case(stored.run_id, outcome.result, outcome.extras)
+                results[position] = outcome.result
+                await emit(hooks, "on_case_end", CaseEnd(index, total, outcome.result))
+
+            with recording_run_agents(store, stored.run_id):
+                interrupted = await run_bounded(
+                    todo, work, jobs=jobs or config.defaults.jobs, stop=stop
+                )
+            interrupted = interrupted or over_budget
+        finally:
+            with anyio.CancelScope(shield=True):
+                for caller in {id(c): c for c in [*callers.values(), judge] if c}.values():
+                    await caller.provider.aclose()
+        ordered = _in_order(plan, results, stored.done)
+        invalid = [_invalid_record(i, config.root) for i in plan.invalid]
+        summary = RunTotals.of(ordered, invalid=len(invalid))
+
+        def build(label: str) -> CanaryRun:
+            return CanaryRun(
+                run_id=label,
+                timestamp=format_utc(stored.started),
+                summary=summary,
+                results=ordered,
+                invalid_specs=invalid,
+                interrupted=interrupted,
+                judge=judge_info,
+                duration_seconds=round(clock.monotonic() - t0, 3),
+                coalmine_version=coalmine_version(),
+                store_run_id=stored.run_id,
+                stopped="max_cost" if over_budget else None,
+                lessons=lessons,
             )
-            spent += sum(u.cost or 0.0 for u in outcome.result.usage.values())
-            if store is not None and stored.run_id is not None:
-                store.record_case(stored.run_id, outcome.result, outcome.extras)
-            results[position] = outcome.result
-            await emit(hooks, "on_case_end", CaseEnd(index, total, outcome.result))
 
-        with recording_run_agents(store, stored.run_id):
-            interrupted = await run_bounded(
-                todo, work, jobs=jobs or config.defaults.jobs, stop=stop
+        folder = results_dir or config.root / RESULTS_DIR
+        own = stored.results_file
+        if own is None and stored.run_id is not None and stored.resumed:  # killed before noting it
+            own = find_result_file(folder, stored.started, stored.run_id)
+        path, run = write_result_file(folder, stored.started, build, reuse=own)
+        if store is not None and stored.run_id is not None:
+            if not interrupted:  # before finish_run: a run killed in between retains on resume
+                retain_canary_regression(store, run, root=config.root)
+            store.finish_run(
+                stored.run_id,
+                status="interrupted" if interrupted else "finished",
+                ended_at=clock.now(),
+                summary=summary,
+                invalid=invalid,
+                label=run.run_id,
+                results_file=str(path),
             )
-        interrupted = interrupted or over_budget
-    finally:
-        with anyio.CancelScope(shield=True):
-            for caller in {id(c): c for c in [*callers.values(), judge] if c}.values():
-                await caller.provider.aclose()
-    ordered = _in_order(plan, results, stored.done)
-    invalid = [_invalid_record(i, config.root) for i in plan.invalid]
-    summary = RunTotals.of(ordered, invalid=len(invalid))
-
-    def build(label: str) -> CanaryRun:
-        return CanaryRun(
-            run_id=label,
-            timestamp=format_utc(stored.started),
-            summary=summary,
-            results=ordered,
-            invalid_specs=invalid,
-            interrupted=interrupted,
-            judge=judge_info,
-            duration_seconds=round(clock.monotonic() - t0, 3),
-            coalmine_version=coalmine_version(),
-            store_run_id=stored.run_id,
-            stopped="max_cost" if over_budget else None,
-            lessons=lessons,
-        )
-
-    folder = results_dir or config.root / RESULTS_DIR
-    own = stored.results_file
-    if own is None and stored.run_id is not None and stored.resumed:
-        own = find_result_file(folder, stored.started, stored.run_id)  # killed before recording it
-    path, run = write_result_file(folder, stored.started, build, reuse=own)
-    if store is not None and stored.run_id is not None:
-        if not interrupted:  # before finish_run: a run killed in between retains on resume
-            retain_canary_regression(store, run, root=config.root)
-        store.finish_run(
-            stored.run_id,
-            status="interrupted" if interrupted else "finished",
-            ended_at=clock.now(),
-            summary=summary,
-            invalid=invalid,
-            label=run.run_id,
-            results_file=str(path),
-        )
-    await emit(hooks, "on_run_end", RunEnd(run, path))
-    return CanaryOutcome(run, path, exit_code(run))
+        await emit(hooks, "on_run_end", RunEnd(run, path))
+        return CanaryOutcome(run, path, exit_code(run))
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ import click
 
 from coalmine.cli.options import root_option, store_option
 from coalmine.compare import compare_runs
-from coalmine.engine.history import load_run, open_store
-from coalmine.engine.pairs import KINDS, load_pair
+from coalmine.engine.history import load_run_at
+from coalmine.engine.pairs import KINDS, load_pair_at
 from coalmine.reports.base import registry as reporters
 from coalmine.reports.base import write_report
 from coalmine.reports.markdown import render_comparison
@@ -38,11 +38,7 @@ def compare_command(
     Exits 1 when a case that passed in BASE does not pass in NEW, and 2 when the runs are of
     two kinds or have no case in common.
     """
-    store = open_store(root, path=store_path)
-    try:
-        comparison = compare_runs(*load_pair(store, base, new, kind=kind))
-    finally:
-        store.close()
+    comparison = compare_runs(*load_pair_at(root, base, new, path=store_path, kind=kind))
     click.echo(render_comparison(comparison), nl=False)
     return 1 if comparison.regressions else 0
 
@@ -76,15 +72,11 @@ def report_command(
     out: Path | None,
 ) -> int:
     """Render any stored run (or result file) again, in any report format."""
-    store = open_store(root, path=store_path)
-    try:
-        if baseline is None:
-            record, comparison = load_run(store, run), None
-        else:
-            base, record = load_pair(store, baseline, run, kind=kind)
-            comparison = compare_runs(base, record)
-    finally:
-        store.close()
+    if baseline is None:
+        record, comparison = load_run_at(root, run, path=store_path), None
+    else:
+        base, record = load_pair_at(root, baseline, run, path=store_path, kind=kind)
+        comparison = compare_runs(base, record)
     if out is None:
         click.echo(reporters.get(fmt).render(record, comparison=comparison), nl=False)
     else:

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from coalmine.cli.options import root_option, store_option
-from coalmine.engine.history import open_store
+from coalmine.engine.history import find_store, open_store
 from coalmine.harness.drift import HarnessStatus, harness_status, plan_update
 from coalmine.harness.gates import GateOutcome, GateToRun, gates_exit_code, plan_gates, run_gates
 from coalmine.harness.init import FileChange, InitPlan, apply_changes, plan_init
@@ -106,11 +106,12 @@ def kits_status_command(check: bool, as_json: bool, root: Path, store_path: Path
     Owned files edited by hand or missing, kits that stopped or started applying, kit
     versions that moved on, and the evolution rules that fire.
     """
-    store = open_store(root, path=store_path)
+    store = find_store(root, path=store_path)
     try:
         status = harness_status(root, store)
     finally:
-        store.close()
+        if store is not None:
+            store.close()
     if as_json:
         click.echo(json.dumps(_status_json(status), indent=2))
     else:

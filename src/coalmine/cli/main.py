@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from coalmine._version import __version__
-from coalmine.errors import CoalmineError
+from coalmine.errors import CoalmineError, RunError, first_error
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "canary": (
@@ -187,6 +187,10 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+_RESUMABLE = ("canary", "eval")
+"""The kinds of run ``--resume`` finishes."""
+
+
 def _version() -> str:
     """The version of coalmine, from :mod:`coalmine._version` (what the installed metadata says).
 
@@ -231,10 +235,12 @@ def main(argv: list[str] | None = None) -> int:
             result = cli.main(args=argv, prog_name="coalmine", standalone_mode=False)
         except BaseExceptionGroup as group:
             # anyio task groups wrap what a run raises; one CoalmineError is still just that
-            raise _single(group) from None
+            raise first_error(group) from None
     except CoalmineError as exc:
         click.echo(f"error: {exc}", err=True)
         hint = getattr(exc, "hint", None)
+        if hint is None and isinstance(exc, RunError) and exc.run_id and exc.kind in _RESUMABLE:
+            hint = f"fix the cause, then finish it: coalmine {exc.kind} run --resume {exc.run_id}"
         if hint:
             click.echo(f"hint: {hint}", err=True)
         return exc.exit_code
@@ -247,21 +253,6 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     return result if isinstance(result, int) else 0
-
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception inside (nested) groups, or the group itself when there are several."""
-    leaves: list[BaseException] = []
-
-    def walk(g: BaseExceptionGroup[BaseException]) -> None:
-        for exc in g.exceptions:
-            if isinstance(exc, BaseExceptionGroup):
-                walk(exc)
-            else:
-                leaves.append(exc)
-
-    walk(group)
-    return leaves[0] if len(leaves) == 1 else group
 
 
 def run() -> None:

@@ -12,7 +12,7 @@ from typing import cast
 import click
 
 from coalmine.cli.options import root_option, store_option
-from coalmine.engine.history import open_store
+from coalmine.engine.history import find_store, open_store
 from coalmine.store.memory import (
     KINDS,
     VERDICTS,
@@ -81,12 +81,14 @@ def recall_command(
     query: str, paths: tuple[str, ...], limit: int, root: Path, store_path: Path | None
 ) -> int:
     """The lessons relevant to QUERY (and --path), best first, with their scores."""
-    store = open_store(root, path=store_path)
-    try:
-        mark_stale(store, root)
-        found = recall(store, query, paths=paths, limit=limit)
-    finally:
-        store.close()
+    found = []
+    store = find_store(root, path=store_path)  # a read: no store means no lessons yet
+    if store is not None:
+        try:
+            mark_stale(store, root)
+            found = recall(store, query, paths=paths, limit=limit)
+        finally:
+            store.close()
     if not found:
         click.echo("no lesson matches")
     for lesson, score in found:
@@ -118,12 +120,14 @@ def feedback_command(lesson_id: int, verdict: str, root: Path, store_path: Path 
 @store_option
 def list_command(include_stale: bool, root: Path, store_path: Path | None) -> int:
     """List the lessons, oldest first (stale ones only with --stale)."""
-    store = open_store(root, path=store_path)
-    try:
-        mark_stale(store, root)
-        lessons = list_lessons(store, include_stale=include_stale)
-    finally:
-        store.close()
+    lessons = []
+    store = find_store(root, path=store_path)
+    if store is not None:
+        try:
+            mark_stale(store, root)
+            lessons = list_lessons(store, include_stale=include_stale)
+        finally:
+            store.close()
     if not lessons:
         click.echo("no lessons yet")
     for lesson in lessons:

@@ -32,7 +32,7 @@ def list_command(root: Path, store_path: Path | None, limit: int) -> int:
     A canary run's score is its mean composite; an eval run's is the mean of its suites' scores;
     a review run's counts its evals' runs.
     """
-    store = open_store(root, path=store_path)
+    store = open_store(root, path=store_path, create="never")
     try:
         rows = [("ID", "KIND", "LABEL", "STARTED", "STATUS", "PASSED", "SCORE", "COMMIT")]
         for info in store.list_runs(limit=limit):
@@ -72,7 +72,7 @@ def list_command(root: Path, store_path: Path | None, limit: int) -> int:
 )
 def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int:
     """Show a run as it was printed (RUN: id, id prefix, label or 'latest')."""
-    store = open_store(root, path=store_path)
+    store = open_store(root, path=store_path, create="never")
     try:
         info = store.get_run(run)
         if info.kind == "eval":
@@ -83,6 +83,8 @@ def show_command(run: str, root: Path, store_path: Path | None, fmt: str) -> int
             record = store.load_run(run)
     finally:
         store.close()
+    if info.error:  # what stopped it; its first line (the store keeps the rest)
+        click.echo(f"run {info.id} stopped on an error: {info.error.splitlines()[0]}", err=True)
     if info.kind == "review":
         if fmt == "json":  # every role call: what each role was given and what it answered
             payload = [{"case": case, **rec} for case, rec in records]
@@ -119,7 +121,7 @@ def import_command(files: tuple[Path, ...], root: Path, store_path: Path | None)
     recorded here) stores nothing, and one that holds such a run with other content is
     refused. Exits 2 when a file was refused; the other files are still imported.
     """
-    store = open_store(root, path=store_path)
+    store = open_store(root, path=store_path, create="in a project")
     try:
         done = import_result_files(store, files, root=root.resolve())
     finally:

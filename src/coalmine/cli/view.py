@@ -9,8 +9,7 @@ import anyio
 import click
 
 from coalmine.cli.options import root_option, store_option
-from coalmine.engine.history import project_store_path
-from coalmine.errors import UsageError
+from coalmine.engine.history import open_store, project_store_path
 
 
 @click.command("view")
@@ -30,16 +29,11 @@ def view_command(
     read-only to it and a run may write to it meanwhile; labels are written to the .jsonl file
     you name, inside the project.
     """
-    from coalmine.store.runs import Store
     from coalmine.view.app import ViewConfig, serve
 
     path = store_path or project_store_path(root)
-    if not path.is_file():
-        raise UsageError(
-            f"there is no run store at {path} yet: run `coalmine canary run` or "
-            "`coalmine eval run` first (or point --store at one)"
-        )
-    Store.open(path).close()  # brings an older store's schema up to date; a clear error now
+    # brings an older store's schema up to date; a clear error now for one missing or unusable
+    open_store(root, path=path, create="never").close()
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host}: anyone who can reach it can read the store",
                    err=True)  # fmt: skip

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from pydantic import ValidationError
 
 from coalmine.config import Config, load_config
-from coalmine.errors import ConfigError, UsageError
+from coalmine.errors import ConfigError, StoreError, UsageError
 from coalmine.providers.base import provider_settings
 from coalmine.results import (
     CanaryRun,
@@ -26,19 +26,64 @@ from coalmine.store.evals import Attempt, iter_attempts, run_suites, suite_resul
 from coalmine.store.imports import ImportedRun, import_run
 from coalmine.store.runs import RunInfo, Store
 
+Create = Literal["always", "in a project", "never"]
+"""When :func:`open_store` may make a store that is not there: for any command that writes,
+only in a coalmine project (or at a ``--store`` named on purpose), or never (a read)."""
 
-def open_store(root: Path, *, path: Path | None = None) -> Store:
-    """Open the run store of the project at ``root`` (``path`` overrides the config)."""
-    return Store.open(path if path is not None else project_store_path(root))
+
+def open_store(root: Path, *, path: Path | None = None, create: Create = "always") -> Store:
+    """Open the run store of the project at ``root`` (``path`` overrides the config).
+
+    Raises:
+        StoreError: there is no store and ``create`` says none may be made here (the hint says
+            which command makes one), or the store cannot be used (it names the file).
+    """
+    project = True
+    if path is None:
+        config = store_config(root)
+        path, project = config.store_path, config.path is not None
+    allowed = create == "always" or (create == "in a project" and project)
+    if not path.exists() and not allowed:
+        raise missing_store(path, root=None if project else root)
+    return Store.open(path)
 
 
 def project_store_path(root: Path) -> Path:
-    """The project's run store, from the config's ``store:`` alone.
+    """The project's run store, from the config's ``store:`` alone."""
+    return store_config(root).store_path
+
+
+def store_config(root: Path) -> Config:
+    """The project's config read for its ``store:`` alone.
 
     A command that only reads the store needs nothing else of the config: an unset variable of
     an agent (or a setting it does not use) does not stop it.
     """
-    return load_config(root, providers=provider_settings(), keys=("store",)).store_path
+    return load_config(root, providers=provider_settings(), keys=("store",))
+
+
+def find_store(root: Path, *, path: Path | None = None) -> Store | None:
+    """The run store when there is one (``None`` otherwise); a read never makes one.
+
+    Raises:
+        StoreError: the store cannot be used (it names the file).
+    """
+    target = path if path is not None else project_store_path(root)
+    return Store.open(target) if target.exists() else None
+
+
+def missing_store(path: Path, *, root: Path | None = None) -> StoreError:
+    """The error of a store that is not there (``root``: a folder that is no project)."""
+    if root is not None:
+        message = f"there is no run store at {path}, and {root} is not a coalmine project"
+    else:
+        message = f"there is no run store at {path} yet"
+    error = StoreError(message)
+    error.hint = (
+        "`coalmine canary run` or `coalmine eval run` makes one in a project with a "
+        "coalmine.yaml (or point --store at a store)"
+    )
+    return error
 
 
 def project_config(root: Path) -> Config:
@@ -66,15 +111,36 @@ def require_project_config(root: Path) -> Config:
     return config
 
 
+def is_result_file(ref: str) -> bool:
+    """Whether ``ref`` names a result file rather than a stored run."""
+    path = Path(ref)
+    return path.suffix == ".json" and path.is_file()
+
+
+def load_run_at(root: Path, ref: str, *, path: Path | None = None) -> CanaryRun:
+    """:func:`load_run` of the project's store, opened only when ``ref`` is no result file.
+
+    Raises:
+        StoreError: ``ref`` names a stored run and there is no store (it is never made here).
+        UsageError: ``ref`` matches no run, or several.
+    """
+    if is_result_file(ref):
+        return read_result_file(Path(ref))
+    store = open_store(root, path=path, create="never")
+    try:
+        return load_run(store, ref)
+    finally:
+        store.close()
+
+
 def load_run(store: Store, ref: str) -> CanaryRun:
     """A run by store reference (id, id prefix, label, ``latest``) or by result-file path.
 
     An eval run comes back in the same shape, one result per suite and case (``suite/case``),
     so ``compare`` and ``report`` work on it: see :func:`eval_run_record`.
     """
-    path = Path(ref)
-    if path.suffix == ".json" and path.is_file():
-        return read_result_file(path)
+    if is_result_file(ref):
+        return read_result_file(Path(ref))
     info = store.get_run(ref)
     if info.kind == "eval":
         return eval_run_record(store, info)

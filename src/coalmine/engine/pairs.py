@@ -17,7 +17,12 @@ from datetime import UTC
 from pathlib import Path
 from typing import NamedTuple
 
-from coalmine.engine.history import eval_run_record, read_result_file
+from coalmine.engine.history import (
+    eval_run_record,
+    is_result_file,
+    open_store,
+    read_result_file,
+)
 from coalmine.errors import UsageError
 from coalmine.results import CanaryRun
 from coalmine.store.imports import run_started
@@ -57,6 +62,28 @@ def load_pair(store: Store, base: str, new: str, *, kind: str | None = None) -> 
     first, second = (_record(store, n) for n in _resolve(store, (base, new), kind, files=True))
     require_shared_cases(first, second)
     return RunPair(first, second)
+
+
+def load_pair_at(
+    root: Path, base: str, new: str, *, path: Path | None = None, kind: str | None = None
+) -> RunPair:
+    """:func:`load_pair` of the project's store, opened only when a run is no result file.
+
+    Raises:
+        StoreError: a run is named from the store and there is none (it is never made here).
+        UsageError: as :func:`load_pair`.
+    """
+    if is_result_file(base) and is_result_file(new):
+        named = [(ref, read_result_file(Path(ref))) for ref in (base, new)]
+        _require_kind(named, kind)
+        pair = RunPair(named[0][1], named[1][1])
+        require_shared_cases(*pair)
+        return pair
+    store = open_store(root, path=path, create="never")
+    try:
+        return load_pair(store, base, new, kind=kind)
+    finally:
+        store.close()
 
 
 def find_pair(store: Store, base: str, new: str, *, kind: str | None = None) -> InfoPair:
@@ -140,9 +167,8 @@ def _resolve(
 
 
 def _named(store: Store, ref: str, *, files: bool) -> _Named:
-    path = Path(ref)
-    if files and path.suffix == ".json" and path.is_file():
-        return read_result_file(path)
+    if files and is_result_file(ref):
+        return read_result_file(Path(ref))
     return store.get_run(ref)
 
 

@@ -4,38 +4,44 @@
 response cache, the secret values to scrub and the cassettes to record to or replay from;
 :func:`secret_values` lists those values; :func:`require_variables` stops a run before its first
 call when an agent it uses lacks an environment variable; :func:`describe_judge` says which
-judge a run uses; :func:`start_run_record` records a new run of any kind in the store;
-:func:`recording_run_agents` keeps its live command agents on record, so that its resume ends
-what a kill left running.
+judge a run uses; :func:`start_run_record` records a new run of any kind in the store, and
+:func:`ending_run` ends it there whatever stops it; :func:`recording_run_agents` keeps its live
+command agents on record, so that its resume ends what a kill left running.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+import traceback
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import anyio
+
 from coalmine._source import Problem
+from coalmine._util.clock import Clock
 from coalmine._util.git import read_git_state
 from coalmine._util.hashing import hash_bytes
-from coalmine._util.secrets import conceal
+from coalmine._util.secrets import conceal, redact
 from coalmine.config import AgentConfig, Config, config_error
 from coalmine.engine.call import Caller
+from coalmine.errors import CoalmineError, Interrupted, RunError, first_error
 from coalmine.providers.agent_groups import recording_agents
 from coalmine.providers.base import Provider, build_provider, default_retries
 from coalmine.providers.replay import Cassette, ReplayProvider
 from coalmine.results import JudgeInfo
 from coalmine.store.cache import ResponseCache
-from coalmine.store.runs import NewRun, Store
+from coalmine.store.runs import NewRun, RunStatus, Store
 
 __all__ = [
     "Wiring",
     "coalmine_version",
     "describe_judge",
+    "ending_run",
     "recording_run_agents",
     "require_variables",
     "secret_values",
@@ -206,3 +212,53 @@ def recording_run_agents(store: Store | None, run_id: str | None) -> AbstractCon
     if store is None or run_id is None:
         return nullcontext()
     return recording_agents(store.path.parent / "agents" / f"{run_id}.live")
+
+
+@contextmanager
+def ending_run(
+    store: Store | None,
+    run_id: str | None,
+    *,
+    kind: str,
+    clock: Clock,
+    secrets: Sequence[str] = (),
+) -> Iterator[None]:
+    """Whatever escapes the block ends the run in the store, and reaches the caller as one error.
+
+    Ctrl-C and cancellation mark the run interrupted and go on as they are. A
+    ``CoalmineError`` (a damaged cassette met mid-run …) marks it ``error`` and goes on, the
+    first of a group of them alone (every worker meets the same broken agent); anything else
+    marks it ``error`` with its traceback and becomes a :class:`RunError` naming the run, so
+    the user reads one line and the traceback stays with the run. What finished is kept, and
+    the run can be resumed. A run that ended before the error is left as it ended.
+    """
+    try:
+        yield
+    except BaseException as raised:
+        exc = first_error(raised)
+        interrupt = (KeyboardInterrupt, Interrupted, anyio.get_cancelled_exc_class())
+        if not isinstance(exc, Exception) or isinstance(exc, interrupt):
+            _stop(store, run_id, clock, "interrupted", None)
+            raise
+        if isinstance(exc, CoalmineError):
+            _stop(store, run_id, clock, "error", redact(str(exc), list(secrets)))
+            if exc is raised:
+                raise
+            raise exc from None
+        what = redact(f"{type(exc).__name__}: {exc}", list(secrets))
+        shown = f"the {kind} run {run_id}" if run_id else f"the {kind} run"
+        message = f"{shown} stopped on an unexpected {what}; what finished is kept"
+        trace = "".join(traceback.format_exception(raised))
+        _stop(store, run_id, clock, "error", redact(f"{message}\n\n{trace}", list(secrets)))
+        raise RunError(message, run_id=run_id, kind=kind) from None
+
+
+def _stop(
+    store: Store | None, run_id: str | None, clock: Clock, status: RunStatus, error: str | None
+) -> None:
+    if store is None or run_id is None:
+        return
+    try:
+        store.stop_run(run_id, status=status, ended_at=clock.now(), error=error)
+    except CoalmineError:  # a store that cannot be written: the first error is the one to tell
+        pass

@@ -70,8 +70,13 @@ class CompatKind(Protocol):
         """Whether the line has a model-graded assertion (the project's judge grades it)."""
         ...
 
-    def runner(self, *, timeout: float, pricing: Mapping[str, Price], clock: Clock) -> CompatRunner:
-        """A runner for one run's lines of this kind."""
+    def runner(
+        self, *, timeout: float, pricing: Mapping[str, Price], clock: Clock, root: Path
+    ) -> CompatRunner:
+        """A runner for one run's lines of this kind.
+
+        ``root`` is the project: the files its lines name must stay in it.
+        """
         ...
 
 

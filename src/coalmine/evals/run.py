@@ -45,6 +45,7 @@ from coalmine.engine.verdict import EPSILON, composite_score
 from coalmine.engine.wiring import (
     Wiring,
     describe_judge,
+    ending_run,
     recording_run_agents,
     require_variables,
     secret_values,
@@ -157,151 +158,157 @@ async def run_evals(
     functions = load_python_graders(config)  # before the run is recorded: a bad one stops it here
     clock = clock or SystemClock()
     run_id, started, done = _open_run(store, resume, plan, clock, command_line, concurrency)
-    stop = stop or anyio.Event()
-    exhausted = False
     secrets = tuple(secret_values(config))
-    wiring = Wiring(
-        ResponseCache(store) if cache else None,
-        secrets,
-        Cassette.load(record, must_exist=False) if record else None,
-        Cassette.load(replay) if replay else None,
-    )
-    callers: dict[str, Caller] = {}
-    judge: Caller | None = None
-    judge_info = describe_judge(config, no_judge)
-    gate: JudgeGate | None = None
-    if judge_agent is not None:
-        judge = wiring.caller(judge_agent)
-        if judge_agent.name in config.agents:
-            callers[judge_agent.name] = judge  # an agent that also judges shares its limits
-        gate = judge_gate(store, judge, configured_blocking=config.judge_blocking)
-    suites = [_Suite(s) for s in plan.suites]
-    kinds = dict.fromkeys(s.index.meta.compat for s in plan.suites if s.index.meta.compat)
-    compat: dict[str, CompatRunner] = {
-        kind: get_compat_kind(kind).runner(
-            timeout=config.defaults.timeout_seconds, pricing=config.pricing, clock=clock
+    with ending_run(store, run_id, kind="eval", clock=clock, secrets=secrets):
+        stop = stop or anyio.Event()
+        exhausted = False
+        wiring = Wiring(
+            ResponseCache(store) if cache else None,
+            secrets,
+            Cassette.load(record, must_exist=False) if record else None,
+            Cassette.load(replay) if replay else None,
         )
-        for kind in kinds
-    }
-    writer = AttemptWriter(store, run_id)
-    counts = _Counts()
-    total = plan.attempts
-    env = _Env(
-        config.agents,
-        functions,
-        callers,
-        wiring,
-        judge,
-        gate,
-        clock,
-        list(secrets),
-        config.defaults.timeout_seconds,
-        config.defaults.judge_timeout_seconds,
-        config.pricing,
-        judge_reruns,
-        compat,
-    )
+        callers: dict[str, Caller] = {}
+        judge: Caller | None = None
+        judge_info = describe_judge(config, no_judge)
+        gate: JudgeGate | None = None
+        if judge_agent is not None:
+            judge = wiring.caller(judge_agent)
+            if judge_agent.name in config.agents:
+                callers[judge_agent.name] = judge  # an agent that also judges shares its limits
+            gate = judge_gate(store, judge, configured_blocking=config.judge_blocking)
+        suites = [_Suite(s) for s in plan.suites]
+        kinds = dict.fromkeys(s.index.meta.compat for s in plan.suites if s.index.meta.compat)
+        compat: dict[str, CompatRunner] = {
+            kind: get_compat_kind(kind).runner(
+                timeout=config.defaults.timeout_seconds,
+                pricing=config.pricing,
+                clock=clock,
+                root=config.root,
+            )
+            for kind in kinds
+        }
+        writer = AttemptWriter(store, run_id)
+        counts = _Counts()
+        total = plan.attempts
+        env = _Env(
+            config.agents,
+            functions,
+            callers,
+            wiring,
+            judge,
+            gate,
+            clock,
+            list(secrets),
+            config.defaults.timeout_seconds,
+            config.defaults.judge_timeout_seconds,
+            config.pricing,
+            judge_reruns,
+            compat,
+        )
 
-    def items() -> Iterator[tuple[_Suite, SuiteCase, int]]:
-        nonlocal exhausted
-        for suite in suites:
-            index = suite.planned.index
-            with index.path.open("rb") as handle:
-                for position in range(len(index)):
-                    case_id = index.ids[position]
-                    reps = [
-                        r
-                        for r in range(suite.planned.repeats)
-                        if (suite.planned.name, case_id, r) not in done
-                    ]
-                    if not reps:
-                        continue
-                    case = index.read(position, handle)
-                    for rep in reps:
-                        if stop.is_set():
-                            return
-                        yield suite, case, rep
-        exhausted = True
+        def items() -> Iterator[tuple[_Suite, SuiteCase, int]]:
+            nonlocal exhausted
+            for suite in suites:
+                index = suite.planned.index
+                with index.path.open("rb") as handle:
+                    for position in range(len(index)):
+                        case_id = index.ids[position]
+                        reps = [
+                            r
+                            for r in range(suite.planned.repeats)
+                            if (suite.planned.name, case_id, r) not in done
+                        ]
+                        if not reps:
+                            continue
+                        case = index.read(position, handle)
+                        for rep in reps:
+                            if stop.is_set():
+                                return
+                            yield suite, case, rep
+            exhausted = True
 
-    async def work(_: int, item: tuple[_Suite, SuiteCase, int]) -> None:
-        suite, case, rep = item
-        attempt = await _run_attempt(suite, case, rep, env)
-        writer.add(attempt)
-        counts.done += 1
-        counts.suite = attempt.suite
-        if attempt.status == "pass":
-            counts.passed += 1
-        elif attempt.status == "fail":
-            counts.failed += 1
-        else:
-            counts.errored += 1
-        if attempt.status != "pass":
-            why = str(attempt.record.get("why") or attempt.record.get("error") or attempt.status)
-            counts.latest_failure = f"{attempt.suite}/{attempt.case_id}: {why.splitlines()[0]}"
-        now = clock.monotonic()
-        if now - counts.last_emit >= PROGRESS_EVERY:
-            counts.last_emit = now
-            await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
+        async def work(_: int, item: tuple[_Suite, SuiteCase, int]) -> None:
+            suite, case, rep = item
+            attempt = await _run_attempt(suite, case, rep, env)
+            writer.add(attempt)
+            counts.done += 1
+            counts.suite = attempt.suite
+            if attempt.status == "pass":
+                counts.passed += 1
+            elif attempt.status == "fail":
+                counts.failed += 1
+            else:
+                counts.errored += 1
+            if attempt.status != "pass":
+                why = str(
+                    attempt.record.get("why") or attempt.record.get("error") or attempt.status
+                )
+                counts.latest_failure = f"{attempt.suite}/{attempt.case_id}: {why.splitlines()[0]}"
+            now = clock.monotonic()
+            if now - counts.last_emit >= PROGRESS_EVERY:
+                counts.last_emit = now
+                await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
 
-    lessons = recall_for_suites(store, plan.suites, root=config.root)
-    recalled = merge_recalled(lessons.values())
-    if recalled:
-        await emit(hooks, "on_lessons_recalled", LessonsRecalled(recalled))
-    await emit(
-        hooks,
-        "on_eval_start",
-        EvalStart(
-            total=total,
-            resumed=len(done),
-            suites=tuple(s.name for s in plan.suites),
-            bad_lines=sum(len(s.index.bad) for s in plan.suites),
-            concurrency=concurrency,
-            judge=judge_info.describe(),
-        ),
-    )
-    interrupted = False
-    try:
-        # what finished is kept within the writer's interval, and at the end whatever stopped it
-        with recording_run_agents(store, run_id):
-            async with periodically(writer.flush, every=writer.interval):
-                cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
-        interrupted = cancelled or not exhausted
-    finally:
-        with anyio.CancelScope(shield=True):
-            for runner in compat.values():
-                await runner.aclose()
-            for c in {id(c): c for c in [*callers.values(), judge] if c}.values():
-                await c.provider.aclose()
-    await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
-    ended = clock.now()
-    results, paths = [], []
-    for suite in plan.suites:
-        result, path = write_suite_result(
+        lessons = recall_for_suites(store, plan.suites, root=config.root)
+        recalled = merge_recalled(lessons.values())
+        if recalled:
+            await emit(hooks, "on_lessons_recalled", LessonsRecalled(recalled))
+        await emit(
+            hooks,
+            "on_eval_start",
+            EvalStart(
+                total=total,
+                resumed=len(done),
+                suites=tuple(s.name for s in plan.suites),
+                bad_lines=sum(len(s.index.bad) for s in plan.suites),
+                concurrency=concurrency,
+                judge=judge_info.describe(),
+            ),
+        )
+        interrupted = False
+        try:
+            # what finished is kept within the writer's interval, and at the end whatever stopped it
+            with recording_run_agents(store, run_id):
+                async with periodically(writer.flush, every=writer.interval):
+                    cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
+            interrupted = cancelled or not exhausted
+        finally:
+            with anyio.CancelScope(shield=True):
+                for runner in compat.values():
+                    await runner.aclose()
+                for c in {id(c): c for c in [*callers.values(), judge] if c}.values():
+                    await c.provider.aclose()
+        await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
+        ended = clock.now()
+        results, paths = [], []
+        for suite in plan.suites:
+            result, path = write_suite_result(
+                store,
+                run_id,
+                suite,
+                started=started,
+                ended=ended,
+                reports_dir=reports_dir or config.root / REPORTS_DIR,
+                root=config.root,
+                interrupted=interrupted,
+                judged=judge is not None,
+                lessons=lessons.get(suite.name, []),
+            )
+            results.append(result)
+            paths.append(path)
+            if not interrupted:  # before end_run: a run killed in between retains on resume
+                retain_eval_regression(store, run_id, suite, root=config.root)
+        end_run(
             store,
             run_id,
-            suite,
-            started=started,
-            ended=ended,
-            reports_dir=reports_dir or config.root / REPORTS_DIR,
-            root=config.root,
-            interrupted=interrupted,
-            judged=judge is not None,
-            lessons=lessons.get(suite.name, []),
+            status="interrupted" if interrupted else "finished",
+            ended_at=ended,
+            results_file=str(paths[0]) if paths else None,
         )
-        results.append(result)
-        paths.append(path)
-        if not interrupted:  # before end_run: a run killed in between retains on resume
-            retain_eval_regression(store, run_id, suite, root=config.root)
-    end_run(
-        store,
-        run_id,
-        status="interrupted" if interrupted else "finished",
-        ended_at=ended,
-        results_file=str(paths[0]) if paths else None,
-    )
-    code = eval_exit_code(results, plan, interrupted)
-    await emit(hooks, "on_eval_end", EvalEnd(run_id, tuple(results), tuple(paths), interrupted))
-    return EvalOutcome(run_id, results, paths, code, interrupted)
+        code = eval_exit_code(results, plan, interrupted)
+        await emit(hooks, "on_eval_end", EvalEnd(run_id, tuple(results), tuple(paths), interrupted))
+        return EvalOutcome(run_id, results, paths, code, interrupted)
 
 
 def _progress(counts: _Counts, total: int, resumed: int) -> EvalProgress:
@@ -420,7 +427,7 @@ async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> A
     output = called.output
     latency = None if called.cache == "hit" else round(clock.monotonic() - t0, 4)
     usage = agent_usage(output, agent, env.pricing)
-    inputs = _inputs(case)
+    inputs = case.case.grader_inputs()
     judge_for = None
     if judge is not None:
         judge_context = CallContext(case_id, judge.agent.name, planned.name)
@@ -583,22 +590,6 @@ def _why(
         gate = " (a gate)" if key in gates else ""
         parts.append(f"{key}{gate} failed" + (f": {detail}" if detail else ""))
     return "; ".join(parts)[:1000]
-
-
-def _inputs(case: SuiteCase) -> dict[str, Any]:
-    c = case.case
-    found = {
-        "expected": c.expected,
-        "relevant": c.relevant,
-        "expected_tool_calls": c.expected_tool_calls,
-        "forbidden_tools": c.forbidden_tools,
-        "context": c.context,
-        "vars": c.vars,
-    }
-    inputs = {k: v for k, v in found.items() if v is not None}
-    if c.metadata:
-        inputs["metadata"] = c.metadata
-    return inputs
 
 
 def _compared_with(case: SuiteCase) -> dict[str, Any]:

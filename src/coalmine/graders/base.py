@@ -142,6 +142,12 @@ def grader_configs() -> dict[str, type[BaseModel]]:
     return {name: item.config for name, item in registry}
 
 
+CaseInputs = Mapping[str, tuple[str, ...]]
+"""A grader config's ``case_inputs`` (a ``ClassVar``): each case input the grader reads, with
+the config fields that stand in for it (``{"expected": ("value",)}``: the case's ``expected``
+unless the config sets ``value``; ``()``: always the case's). Specs are checked against it when
+they load, so a grader with nothing to compare with is an error at its line, not mid-run."""
+
 _C = TypeVar("_C", bound=BaseModel)
 _V = TypeVar("_V")
 

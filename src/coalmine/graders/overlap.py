@@ -24,11 +24,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from coalmine.graders.base import GradeContext, NotNull, grader, value_or_expected
+from coalmine.graders.base import CaseInputs, GradeContext, NotNull, grader, value_or_expected
 from coalmine.results import Grade
 
 ROUGE_THRESHOLD = 0.75
@@ -94,6 +94,8 @@ class RougeConfig(BaseModel):
 
     model_config = _CONFIG
 
+    case_inputs: ClassVar[CaseInputs] = {"expected": ("value",)}
+
     value: Annotated[Text | None, NotNull] = None
     """The reference text. Left out: the case's ``expected``."""
     n: int = Field(1, ge=1)
@@ -156,6 +158,8 @@ class BleuConfig(BaseModel):
     """Config of ``bleu``."""
 
     model_config = _CONFIG
+
+    case_inputs: ClassVar[CaseInputs] = {"expected": ("value",)}
 
     value: Annotated[Text | Annotated[list[Text], Field(min_length=1)] | None, NotNull] = None
     """The reference text, or a list of references. Left out: the case's ``expected``."""

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from coalmine._util.jsonpath import PathNotFound, find_json, lookup, parse_json, parse_path
 from coalmine.errors import GradeError
-from coalmine.graders.base import GradeContext, GradeFn, grader
+from coalmine.graders.base import CaseInputs, GradeContext, GradeFn, grader
 from coalmine.metrics import Ties, retrieval_metrics, tie_warnings
 from coalmine.results import Grade
 
@@ -52,6 +52,7 @@ class RankConfig(BaseModel):
     """Config of ``mrr`` and ``map``, which score the whole ranking (they take no ``k``)."""
 
     model_config = _CONFIG
+    case_inputs: ClassVar[CaseInputs] = {"relevant": ()}
 
     threshold: float = Field(0.5, ge=0, le=1)
     """The metric value at which the grader passes."""

@@ -41,7 +41,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from coalmine.errors import GradeError
-from coalmine.graders.base import GradeContext, grader
+from coalmine.graders.base import CaseInputs, GradeContext, grader
 from coalmine.graders.llm_judge import JudgeGrade, ask_judge, fence, first_json_object
 from coalmine.results import Grade
 
@@ -234,6 +234,7 @@ class ContextRecallConfig(BaseModel):
     """Config of ``context-recall``."""
 
     model_config = _CONFIG
+    case_inputs: ClassVar[CaseInputs] = {"expected": ("value",), "context": ()}
 
     value: Text | None = None
     """The reference answer (promptfoo's ``value``); without it, the case's ``expected``."""
@@ -245,6 +246,7 @@ class ContextFaithfulnessConfig(BaseModel):
     """Config of ``context-faithfulness``."""
 
     model_config = _CONFIG
+    case_inputs: ClassVar[CaseInputs] = {"context": ()}
 
     threshold: Fraction = CONTEXT_THRESHOLD
     """The share of the response's claims the context must support to pass."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
@@ -49,7 +49,7 @@ from coalmine._util.jsonpath import (
     render_path,
 )
 from coalmine.errors import GradeError
-from coalmine.graders.base import GradeContext, grader, value_or_expected
+from coalmine.graders.base import CaseInputs, GradeContext, grader, value_or_expected
 from coalmine.results import Grade
 
 _SHOWN = 200
@@ -159,6 +159,7 @@ class JsonPathConfig(BaseModel):
     """
 
     model_config = _CONFIG
+    case_inputs: ClassVar[CaseInputs] = {"expected": ("equals", "matches")}
 
     path: str = Field(min_length=1)
     """Dotted (``result.items.0.id``) or ``$`` JSONPath (``$.result.items[0]['id']``)."""

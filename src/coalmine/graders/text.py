@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -33,7 +33,14 @@ from pydantic import (
 from coalmine._util.excerpt import excerpt, first_difference
 from coalmine._util.jsonpath import json_equal
 from coalmine.graders._refusal import find_refusal
-from coalmine.graders.base import GradeContext, GradeFn, NotNull, grader, value_or_expected
+from coalmine.graders.base import (
+    CaseInputs,
+    GradeContext,
+    GradeFn,
+    NotNull,
+    grader,
+    value_or_expected,
+)
 from coalmine.results import Grade
 
 THRESHOLD = 1.0
@@ -71,6 +78,8 @@ class _Config(BaseModel):
 class EqualsConfig(_Config):
     """Config of ``equals``: the output is exactly ``value``."""
 
+    case_inputs: ClassVar[CaseInputs] = {"expected": ("value",)}
+
     value: Annotated[str | dict[str, Any] | list[Any] | None, NotNull] = None
     """The expected output, compared as is (no trimming); an object or array compares as JSON.
     Left out: the case's ``expected``."""
@@ -79,12 +88,16 @@ class EqualsConfig(_Config):
 class ContainsConfig(_Config):
     """Config of ``contains``, ``icontains`` and ``starts-with``."""
 
+    case_inputs: ClassVar[CaseInputs] = {"expected": ("value",)}
+
     value: Annotated[Text | None, NotNull] = None
     """The text to look for (not trimmed). Left out: the case's ``expected``."""
 
 
 class ContainsListConfig(_Config):
     """Config of ``contains-any``, ``contains-all``, ``icontains-any`` and ``icontains-all``."""
+
+    case_inputs: ClassVar[CaseInputs] = {"expected": ("value",)}
 
     value: Annotated[Values | None, NotNull] = None
     """The texts to look for: a list, or one comma-separated string (quote a text with commas).
@@ -117,6 +130,8 @@ _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE
 
 class LevenshteinConfig(_Config):
     """Config of ``levenshtein``: the output is within ``threshold`` edits of ``value``."""
+
+    case_inputs: ClassVar[CaseInputs] = {"expected": ("value",)}
 
     value: Annotated[str | None, NotNull] = None
     """The expected output. Left out: the case's ``expected``."""

@@ -23,7 +23,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
@@ -40,7 +40,7 @@ from pydantic import (
 
 from coalmine._util.jsonpath import json_equal
 from coalmine.errors import GradeError
-from coalmine.graders.base import GradeContext, grader
+from coalmine.graders.base import CaseInputs, GradeContext, grader
 from coalmine.metrics import tool_call_metrics
 from coalmine.results import Grade
 
@@ -67,6 +67,7 @@ class ExpectedCall(BaseModel):
 
 class _ExpectedConfig(BaseModel):
     model_config = _CONFIG
+    case_inputs: ClassVar[CaseInputs] = {"expected_tool_calls": ("expected",)}
 
     expected: list[ExpectedCall] | None = None
     """The expected calls; when left out, the case's ``expected_tool_calls``."""
@@ -144,6 +145,7 @@ class ArgsMatchConfig(BaseModel):
     """Config of ``tool-args-match``."""
 
     model_config = _CONFIG
+    case_inputs: ClassVar[CaseInputs] = {"expected_tool_calls": ("calls",)}
 
     calls: list[ArgsCall] | None = Field(None, min_length=1)
     """The expected calls with matchers; when left out, the case's ``expected_tool_calls``,
@@ -159,6 +161,7 @@ class ForbiddenConfig(BaseModel):
     """Config of ``forbidden-tools``."""
 
     model_config = _CONFIG
+    case_inputs: ClassVar[CaseInputs] = {"forbidden_tools": ("tools",)}
 
     tools: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
     """Tool names that must not be called; when left out, the case's ``forbidden_tools``."""

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 import yaml
 
+from coalmine._source import safe_load
 from coalmine._util.hashing import hash_text
 from coalmine.config import CONFIG_FILE
 from coalmine.harness.kits import (
@@ -209,8 +210,8 @@ def _parameters(root: Path) -> dict[str, str]:
     """``project`` (the folder's name) and ``agent`` (coalmine.yaml's first agent, or app)."""
     agent = DEFAULT_AGENT
     try:
-        data = yaml.safe_load((root / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = safe_load((root / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
         data = None
     agents = data.get("agents") if isinstance(data, dict) else None
     if isinstance(agents, dict) and agents:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coalmine._source import SourceError
+from coalmine._source import SourceError, read_json
 from coalmine.engine.grading import grade_key
 from coalmine.errors import UsageError
 from coalmine.evals.compat import case_graders
@@ -329,7 +329,7 @@ class LabelFile:
             if number in bad or not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = read_json(raw)
             except json.JSONDecodeError:
                 continue
             if isinstance(obj, dict) and obj.get("id") == item.id:

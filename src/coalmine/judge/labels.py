@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from coalmine._source import Document
+from coalmine._source import Document, read_json
 from coalmine._source import validation_problems as _validation_problems
 from coalmine.specs.suite import BadLine
 
@@ -119,7 +119,7 @@ def load_labels(path: Path) -> LabelSet:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = read_json(raw)
         except json.JSONDecodeError as exc:
             labels.bad.append(BadLine(path, number, f"not valid JSON ({exc.msg})"))
             continue

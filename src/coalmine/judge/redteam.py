@@ -42,6 +42,7 @@ from typing import Annotated
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from coalmine._source import read_json
 from coalmine._util.estimate import wilson_interval
 from coalmine.errors import ConfigError, GradeError
 from coalmine.graders.base import GradeContext, JudgeFn, registry
@@ -155,7 +156,7 @@ def load_pack(path: Path | None = None) -> list[RedTeamCase]:
         if not line.strip():
             continue
         try:
-            case = RedTeamCase.model_validate(json.loads(line))
+            case = RedTeamCase.model_validate(read_json(line))
         except json.JSONDecodeError as exc:
             raise bad(f"not JSON: {exc.msg}", number) from None
         except ValidationError as exc:

@@ -38,6 +38,7 @@ import anyio
 import yaml
 from pydantic import ValidationError
 
+from coalmine._source import safe_load
 from coalmine.errors import GradeError
 from coalmine.graders.base import GradeContext, JudgeFn
 from coalmine.graders.base import registry as graders
@@ -45,7 +46,12 @@ from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import UNSUPPORTED, MappedAssertion, map_assertion
 from coalmine.promptfoo.jsregex import python_pattern
 from coalmine.promptfoo.matrix.filerefs import load_file_ref
-from coalmine.promptfoo.matrix.sources import ReadError, is_code_file, split_file_url
+from coalmine.promptfoo.matrix.sources import (
+    ReadError,
+    is_code_file,
+    require_inside,
+    split_file_url,
+)
 from coalmine.promptfoo.node import (
     JsError,
     JsUnsupported,
@@ -258,8 +264,12 @@ async def _value(assertion: Assertion, output: Any, scope: AssertionScope) -> tu
                 function = DEFAULT_FUNCTION
             args = [output, _context(assertion, scope)]
             try:
+                script = require_inside(scope.base_dir / path)
+            except ReadError as exc:
+                raise RowError(exc.message) from None
+            try:
                 result = await run_python(
-                    scope.base_dir / path, function or DEFAULT_FUNCTION, args, cwd=scope.base_dir
+                    script, function or DEFAULT_FUNCTION, args, cwd=scope.base_dir
                 )
             except PythonScriptError as exc:
                 return _Failed(f"Error running Python script: {exc}"), True
@@ -405,7 +415,7 @@ def coerce_value(base_type: str, value: Any) -> Any:
         if not value:
             return None
         try:
-            return yaml.safe_load(value)
+            return safe_load(value)
         except yaml.YAMLError as exc:
             raise RowError(f"{base_type}: the schema is not YAML or JSON: {exc}") from None
     if base_type == "word-count" and isinstance(value, str):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from coalmine._source import safe_load
 from coalmine.config import load_config
 from coalmine.errors import UsageError
 from coalmine.evals.plan import find_suites
@@ -96,7 +97,7 @@ def _agents(text: str | None) -> dict[str, object]:
     if not text:
         return {}
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError:
         return {}  # add_agents reports it
     agents = data.get("agents") if isinstance(data, dict) else None

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from coalmine._source import safe_load
 from coalmine.errors import ConfigError
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
@@ -126,7 +127,7 @@ def plan_import(
         ConfigError: the config is broken (every problem, each with its file and line).
     """
     config_path = Path(path)
-    matrix = load_matrix(config_path, environ={})
+    matrix = load_matrix(config_path, environ={}, root=out_dir)
     out_dir = Path(out_dir)
     suites_dir = out_dir / SUITES_DIR
     mapped = map_providers(matrix.providers, base_dir=matrix.base_dir, out_dir=out_dir)
@@ -412,7 +413,7 @@ def add_agents(text: str | None, agents: Mapping[str, Mapping[str, Any]]) -> str
     """
     source = text or ""
     try:
-        data = yaml.safe_load(source)
+        data = safe_load(source)
     except yaml.YAMLError as exc:
         raise ConfigError(f"coalmine.yaml is not valid YAML: {exc}") from None
     if data is None:  # empty, or comments only
@@ -445,7 +446,7 @@ def add_agents(text: str | None, agents: Mapping[str, Mapping[str, Any]]) -> str
         lines[end:end] = [shown]
         result = "".join(lines)
     try:
-        check = yaml.safe_load(result)
+        check = safe_load(result)
     except yaml.YAMLError:
         check = None  # e.g. a flow-style "agents: {…}" that block entries cannot extend
     if not isinstance(check, dict) or any(

@@ -27,6 +27,7 @@ import anyio
 import yaml
 
 from coalmine._util.clock import Clock, SystemClock
+from coalmine._util.locations import root_for
 from coalmine.config import AgentConfig, Config, load_config
 from coalmine.engine.call import Caller
 from coalmine.engine.events import EvalProgress, EvalStart, Hooks, emit
@@ -44,6 +45,7 @@ from coalmine.promptfoo.matrix.prepared import (
     timeout_ms,
     unsupported_reason,
 )
+from coalmine.promptfoo.matrix.sources import reading_inside
 from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.providers import MappedProvider, map_providers
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
@@ -123,11 +125,12 @@ async def run_promptfoo(
     """
     environ = dict(os.environ if environ is None else environ)
     clock = clock or SystemClock()
-    matrix = load_matrix(path, environ=environ)
     project = load_config(root, providers=provider_settings())
+    matrix = load_matrix(path, environ=environ, root=project.root)
+    inside = root_for(matrix.path, root=project.root)
     wiring = Wiring(None, tuple(secret_values(project)), None, None)
     mapped = map_providers(matrix.providers, base_dir=matrix.base_dir)
-    agents = build_agents(mapped, matrix)
+    agents = build_agents(mapped, matrix, root=inside)
     callers: dict[int, Caller] = {}
     for index, agent in agents.items():
         if isinstance(agent, AgentConfig):
@@ -175,7 +178,8 @@ async def run_promptfoo(
         case = prepared_test(row.test)
         spec = row_spec(row, matrix, case)
         which = position[id(row.provider)]
-        result = await evaluate_row(spec, row_agents[which], tools)
+        with reading_inside(inside):  # the files a row reads (vars, assertions) stay in it
+            result = await evaluate_row(spec, row_agents[which], tools)
         results[index] = RunRow(row, mapped[which], result, case)
         counts.add(result)
         if clock.monotonic() - counts.last >= PROGRESS_EVERY:
@@ -229,13 +233,15 @@ class _Counts:
         return EvalProgress(self.done, total, self.passed, self.failed, self.errored)
 
 
-def build_agents(mapped: Sequence[MappedProvider], matrix: Matrix) -> dict[int, AgentConfig | str]:
+def build_agents(
+    mapped: Sequence[MappedProvider], matrix: Matrix, *, root: Path
+) -> dict[int, AgentConfig | str]:
     """Each provider's coalmine agent, built as coalmine.yaml builds it, or why there is none.
 
     The agent's entry is written to a scratch coalmine.yaml and loaded by
     :func:`coalmine.config.load_config`, so it is validated by its provider's settings model
     and its ``${VAR}`` (``OPENAI_BASE_URL`` …) read from the environment; its relative paths
-    then resolve in the promptfoo config's folder.
+    resolve in the promptfoo config's folder and must stay inside the project at ``root``.
     """
     agents: dict[int, AgentConfig | str] = {}
     for index, provider in enumerate(mapped):
@@ -248,7 +254,10 @@ def build_agents(mapped: Sequence[MappedProvider], matrix: Matrix) -> dict[int, 
             text = yaml.safe_dump(entry, sort_keys=False, allow_unicode=True)
             (Path(scratch) / "coalmine.yaml").write_text(text, encoding="utf-8")
             try:
-                config = load_config(Path(scratch), providers=provider_settings())
+                config = load_config(
+                    Path(scratch), providers=provider_settings(), base_dir=matrix.base_dir,
+                    project_root=root,
+                )  # fmt: skip
             except ConfigError as exc:
                 agents[index] = f"its coalmine agent is invalid: {exc.reason}"
                 continue

@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from coalmine._util.clock import Clock
+from coalmine._util.locations import root_for
 from coalmine.config import Price
 from coalmine.engine.call import Caller
 from coalmine.evals.compat import CompatRunner, compat_kind
@@ -44,6 +45,7 @@ from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.matrix.prepared import as_test_case, unsupported_reason
+from coalmine.promptfoo.matrix.sources import reading_inside
 from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
 from coalmine.promptfoo.scoring import ComponentResult
@@ -146,7 +148,8 @@ async def run_promptfoo_line(
 class _LineRunner:
     """One run's promptfoo lines: one Node.js worker, the environment the run started with."""
 
-    def __init__(self, *, timeout: float, pricing: Mapping[str, Price], clock: Clock):
+    def __init__(self, *, timeout: float, pricing: Mapping[str, Price], clock: Clock, root: Path):
+        self._root = root
         self._node = NodeRuntime()
         self._tools = RowTools(
             node=self._node, env=dict(os.environ), timeout=timeout, pricing=pricing, clock=clock
@@ -164,10 +167,11 @@ class _LineRunner:
         judge: JudgeFn | None,
         judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None,
     ) -> Attempt:
-        return await run_promptfoo_line(
-            case, rep, suite=suite, suite_path=suite_path, meta=meta, caller=caller,
-            tools=self._tools, judge=judge, judge_blocks=judge_blocks,
-        )  # fmt: skip
+        with reading_inside(root_for(suite_path, root=self._root)):
+            return await run_promptfoo_line(
+                case, rep, suite=suite, suite_path=suite_path, meta=meta, caller=caller,
+                tools=self._tools, judge=judge, judge_blocks=judge_blocks,
+            )  # fmt: skip
 
     async def aclose(self) -> None:
         await self._node.aclose()
@@ -185,8 +189,10 @@ class _Promptfoo:
     def needs_judge(self, case: SuiteCase) -> bool:
         return line_needs_judge(case)
 
-    def runner(self, *, timeout: float, pricing: Mapping[str, Price], clock: Clock) -> CompatRunner:
-        return _LineRunner(timeout=timeout, pricing=pricing, clock=clock)
+    def runner(
+        self, *, timeout: float, pricing: Mapping[str, Price], clock: Clock, root: Path
+    ) -> CompatRunner:
+        return _LineRunner(timeout=timeout, pricing=pricing, clock=clock, root=root)
 
 
 PROMPTFOO = compat_kind("promptfoo")(_Promptfoo())

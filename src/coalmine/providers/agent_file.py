@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
+from coalmine._source import safe_load
+from coalmine._util.locations import ProjectFile
 from coalmine.errors import ConfigError
 
 _DELIMITER = re.compile(r"---[ \t]*\r?\n?")
@@ -90,7 +92,7 @@ def load_agent_file(path: Path) -> AgentDefinition:
 
 def _parse_front(front: str, path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(front)
+        data = safe_load(front)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the '---'
@@ -155,11 +157,23 @@ class PersonaSettings(BaseModel):
     """Model name sent with each request (optional when ``agent_file`` names one)."""
     system_prompt: str | None = None
     """The agent's system prompt."""
-    system_prompt_file: str | None = None
+    system_prompt_file: ProjectFile | None = None
     """Path of a file whose text is the system prompt (relative to the config file)."""
-    agent_file: str | None = None
+    agent_file: ProjectFile | None = None
     """A markdown agent definition with YAML front matter: its body is the system prompt and
     its ``model`` is used unless ``model`` is set here."""
+
+    @field_validator("agent_file")
+    @classmethod
+    def _readable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """Read the agent file when the config loads, so a broken one is found then."""
+        base = (info.context or {}).get("base_dir")
+        if value is not None and base is not None:
+            try:
+                load_agent_file(base / value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @model_validator(mode="after")
     def _one_system_prompt(self) -> PersonaSettings:

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine._util.hashing import hash_text
+from coalmine._util.locations import HttpURL
 from coalmine.errors import ProviderError
 from coalmine.providers._http import (
     BODY_EXCERPT,
@@ -42,7 +43,7 @@ class AnthropicSettings(PersonaSettings):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    base_url: str = DEFAULT_BASE_URL
+    base_url: HttpURL = DEFAULT_BASE_URL
     """Endpoint root; requests go to ``{base_url}/v1/messages``."""
     api_key_env: str = Field("ANTHROPIC_API_KEY", min_length=1)
     """Name of the environment variable holding the API key (the key itself is never stored)."""

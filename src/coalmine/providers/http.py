@@ -25,6 +25,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from coalmine._util.jsonpath import PathNotFound, lookup, parse_path, render_path
+from coalmine._util.locations import HttpURL
 from coalmine._util.secrets import secret_digest, sensitive_header
 from coalmine.errors import ProviderError
 from coalmine.providers._http import HttpClient, Site, check_response, json_body, new_client, send
@@ -53,7 +54,7 @@ class HttpSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    url: str = Field(min_length=1)
+    url: HttpURL
     """Endpoint; ``{{prompt}}``, ``{{case_id}}`` and ``{{agent}}`` here are percent-encoded."""
     method: Literal["GET", "POST", "PUT", "PATCH"] = "POST"
     """HTTP method; ``GET`` sends no body, so its ``url`` must hold ``{{prompt}}``."""

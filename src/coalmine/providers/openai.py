@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine._util.hashing import hash_text
+from coalmine._util.locations import HttpURL
 from coalmine.errors import ProviderError
 from coalmine.providers._http import HttpClient, Site, check_response, json_body, new_client, send
 from coalmine.providers._tools import decode_arguments
@@ -36,7 +37,7 @@ class OpenAISettings(PersonaSettings):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    base_url: str = DEFAULT_BASE_URL
+    base_url: HttpURL = DEFAULT_BASE_URL
     """Endpoint root, e.g. ``http://127.0.0.1:8000/v1`` for vLLM or llama.cpp."""
     api_key_env: str | None = None
     """Name of the environment variable holding the API key (the key itself is never stored)."""

@@ -34,6 +34,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from coalmine._util.locations import ProjectFile
 from coalmine._util.target import TargetError, load_target
 from coalmine.errors import FailureKind, ProviderError
 from coalmine.providers._promptfoo import (
@@ -61,7 +62,7 @@ class PythonSettings(BaseModel):
     convention: Literal["coalmine", "promptfoo"] = "coalmine"
     """``promptfoo``: called as promptfoo's Python provider, ``(prompt, options, context)``,
     answering ``{"output": …, "error": …, "tokenUsage": …}``."""
-    file: str | None = Field(None, min_length=1)
+    file: ProjectFile | None = Field(None, min_length=1)
     """With ``convention: promptfoo``, instead of ``target``: the Python file, relative to the
     config file's folder (e.g. ``providers/my-provider.py``)."""
     function: str | None = Field(None, pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")

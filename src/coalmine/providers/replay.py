@@ -17,7 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from coalmine._source import read_json
 from coalmine._util.hashing import canonical_json, hash_text
+from coalmine._util.locations import ProjectFile
 from coalmine.errors import ConfigError, ProviderError
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput
@@ -49,7 +51,7 @@ class Cassette:
             if not line.strip():
                 continue
             try:
-                entry = json.loads(line)
+                entry = read_json(line)
                 AgentOutput.model_validate(entry["output"])
                 cassette.entries[entry["key"]] = entry
             except (ValueError, KeyError, TypeError, ValidationError) as exc:
@@ -87,8 +89,8 @@ class ReplaySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    cassette: str
-    """The cassette file (relative to the config file)."""
+    cassette: ProjectFile
+    """The cassette file (relative to the config file); it must exist when the config loads."""
     agent: str | None = None
     """The agent name the answers were recorded under (default: this agent's name)."""
 

@@ -37,9 +37,11 @@ from pydantic import (
     model_validator,
 )
 
-from coalmine._source import Document, Loc, SourceError, did_you_mean, load_yaml
+from coalmine._source import Document, Loc, SourceError, did_you_mean, load_yaml, read_json
 from coalmine._source import validation_problems as _validation_problems
+from coalmine._util.locations import OutsideProject, inside_root
 from coalmine.errors import SpecError, UsageError
+from coalmine.review.fixtures import StagingError, check_fixture
 
 REVIEW_DIR = Path("evals") / "review"
 """Where review evals live, relative to the project root."""
@@ -355,7 +357,7 @@ def load_review_evals(root: Path, names: Sequence[str] = ()) -> ReviewSet:
     evals: list[ReviewEval] = []
     problems: list[ReviewProblem] = []
     for name in selected or found:
-        loaded = load_review_eval(folder / name)
+        loaded = load_review_eval(folder / name, root=root)
         if isinstance(loaded, ReviewEval):
             evals.append(loaded)
         else:
@@ -364,13 +366,23 @@ def load_review_evals(root: Path, names: Sequence[str] = ()) -> ReviewSet:
     return ReviewSet(evals, pipeline, problems, present)
 
 
-def load_review_eval(folder: Path) -> ReviewEval | list[ReviewProblem]:
-    """Load the eval in ``folder``: the eval, or every problem found in it."""
+def load_review_eval(folder: Path, *, root: Path | None = None) -> ReviewEval | list[ReviewProblem]:
+    """Load the eval in ``folder``: the eval, or every problem found in it.
+
+    With ``root`` (the project), a folder that resolves outside it is refused; the fixture is
+    checked as staging will check it, so a refused fixture is this eval's problem.
+    """
     name = folder.name
     path = folder / EVAL_FILE
 
     def problem(line: int | None, message: str) -> list[ReviewProblem]:
         return [ReviewProblem(name, path, line, message)]
+
+    if root is not None:
+        try:
+            inside_root(folder, base=root, root=root, what="the eval folder")
+        except OutsideProject as exc:
+            return [ReviewProblem(name, folder, None, str(exc))]
 
     try:
         text = path.read_bytes().decode("utf-8")
@@ -379,7 +391,7 @@ def load_review_eval(folder: Path) -> ReviewEval | list[ReviewProblem]:
     except OSError as exc:
         return problem(None, f"cannot read: {exc.strerror}")
     try:
-        data = json.loads(text)
+        data = read_json(text)
     except json.JSONDecodeError as exc:
         return problem(exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})")
     if not isinstance(data, dict):
@@ -404,6 +416,11 @@ def load_review_eval(folder: Path) -> ReviewEval | list[ReviewProblem]:
     if test_files.is_symlink() or not test_files.is_dir():
         message = f"no {TEST_FILES}/ folder beside {EVAL_FILE}: add the fixture tree there"
         problems.append(ReviewProblem(name, path, None, message))
+    else:
+        try:
+            check_fixture(name, test_files)
+        except StagingError as exc:
+            problems.append(ReviewProblem(name, folder, None, exc.reason))
     if problems or content is None:
         return problems
     fields = {key: getattr(content, key) for key in EvalFile.model_fields}

@@ -37,6 +37,7 @@ from coalmine.engine.grading import judge_fn_for
 from coalmine.engine.wiring import (
     Wiring,
     coalmine_version,
+    ending_run,
     require_variables,
     secret_values,
     start_run_record,
@@ -255,53 +256,54 @@ async def run_review(
         store, "review", config, started, command_line, [e.name for e in review.evals],
         {"samples": samples, "models": list(models), "jobs": jobs},
     )  # fmt: skip
-    writer = AttemptWriter(store, run_id)
-    runs: list[EvalRun] = []
-    stage_dir = None
-    try:
-        with stage_all(review.evals, keep=keep) as (stage_dir, staged):
-            items = [
-                EvalRun(ev, sample, variant)
-                for ev in review.evals
-                for variant in variants
-                for sample in range(samples)
-            ]
+    with ending_run(store, run_id, kind="review", clock=clock, secrets=secrets):
+        writer = AttemptWriter(store, run_id)
+        runs: list[EvalRun] = []
+        stage_dir = None
+        try:
+            with stage_all(review.evals, keep=keep) as (stage_dir, staged):
+                items = [
+                    EvalRun(ev, sample, variant)
+                    for ev in review.evals
+                    for variant in variants
+                    for sample in range(samples)
+                ]
 
-            async def work(_: int, run: EvalRun) -> None:
-                await _run_pipeline(
-                    run, pipeline, staged[run.eval.name], callers, reviewer,
-                    timeout=config.defaults.timeout_seconds,
-                    judge_timeout=config.defaults.judge_timeout_seconds,
-                    secrets=list(secrets),
-                )  # fmt: skip
-                writer.add(_attempt(run, list(secrets)))
-                runs.append(run)
+                async def work(_: int, run: EvalRun) -> None:
+                    await _run_pipeline(
+                        run, pipeline, staged[run.eval.name], callers, reviewer,
+                        timeout=config.defaults.timeout_seconds,
+                        judge_timeout=config.defaults.judge_timeout_seconds,
+                        secrets=list(secrets),
+                    )  # fmt: skip
+                    writer.add(_attempt(run, list(secrets)))
+                    runs.append(run)
 
-            async with periodically(writer.flush, every=writer.interval):
-                await run_bounded(items, work, jobs=jobs)
-    finally:
-        with anyio.CancelScope(shield=True):
-            for caller in callers.values():
-                await caller.provider.aclose()
-    runs.sort(key=lambda r: (r.eval.name, r.variant or "", r.sample))
-    regressions = find_regressions(store, run_id, runs)
-    save_suite_summary(
-        store, run_id, SUITE,
-        {"table": render_table(runs), "regressions": regressions,
-         "pass_rates": {f"{k} {a}": v.count("pass") / len(v)
-                        for (k, a), v in sorted(_verdicts_by_key(runs).items())}},
-    )  # fmt: skip
-    note = None
-    if notes_dir is not None:
-        note = write_note(notes_dir, runs, regressions, run_id=run_id, started=started,
-                          pipeline=pipeline, agents=agents, config=config)  # fmt: skip
-    shown = None  # the note, as the run names it (`coalmine view` shows it beside the run)
-    if note is not None:
-        shown = str(note.relative_to(config.root) if note.is_relative_to(config.root) else note)
-    end_run(store, run_id, status="finished", ended_at=clock.now(), results_file=shown)
-    failed = any(r.error or any(g.verdict != "pass" for g in r.grades) for r in runs)
-    return ReviewOutcome(run_id, runs, regressions, note, 1 if failed else 0,
-                         stage_dir if keep else None)  # fmt: skip
+                async with periodically(writer.flush, every=writer.interval):
+                    await run_bounded(items, work, jobs=jobs)
+        finally:
+            with anyio.CancelScope(shield=True):
+                for caller in callers.values():
+                    await caller.provider.aclose()
+        runs.sort(key=lambda r: (r.eval.name, r.variant or "", r.sample))
+        regressions = find_regressions(store, run_id, runs)
+        save_suite_summary(
+            store, run_id, SUITE,
+            {"table": render_table(runs), "regressions": regressions,
+             "pass_rates": {f"{k} {a}": v.count("pass") / len(v)
+                            for (k, a), v in sorted(_verdicts_by_key(runs).items())}},
+        )  # fmt: skip
+        note = None
+        if notes_dir is not None:
+            note = write_note(notes_dir, runs, regressions, run_id=run_id, started=started,
+                              pipeline=pipeline, agents=agents, config=config)  # fmt: skip
+        shown = None  # the note, as the run names it (`coalmine view` shows it beside the run)
+        if note is not None:
+            shown = str(note.relative_to(config.root) if note.is_relative_to(config.root) else note)
+        end_run(store, run_id, status="finished", ended_at=clock.now(), results_file=shown)
+        failed = any(r.error or any(g.verdict != "pass" for g in r.grades) for r in runs)
+        return ReviewOutcome(run_id, runs, regressions, note, 1 if failed else 0,
+                             stage_dir if keep else None)  # fmt: skip
 
 
 def _reviewer_role(pipeline: Pipeline) -> str | None:

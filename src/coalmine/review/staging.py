@@ -5,8 +5,8 @@ copied in verbatim (bytes, modes, symlinks) and staged, so ``git diff --cached``
 fixture file as added. The diff and the file list come from git itself, never from a listing
 of the fixture: scope discovery is tested by git, not by instruction.
 
-A fixture must be self-contained: a symlink that is absolute, dangling or points out of the
-tree, a ``..`` name, a ``.git`` entry or a special file is refused before anything is copied.
+A fixture must be self-contained (:mod:`coalmine.review.fixtures` checks it when the eval
+loads, and again here before anything is copied).
 Git runs with a scrubbed environment: no ``GIT_*`` variable of the caller (a hook's
 ``GIT_DIR`` would redirect it), no global or system config, no global ignore or attributes
 file, a fixed identity and fixed dates (so the base commit is the same on every machine).
@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
-from coalmine.errors import CoalmineError
+from coalmine.review.fixtures import StagingError, check_fixture
 from coalmine.review.layout import ReviewEval
+
+__all__ = ["StagedEval", "StagingError", "stage_all", "stage_eval"]
 
 BASE_MESSAGE = "base"
 _IDENTITY = "coalmine"
@@ -47,17 +47,6 @@ _GIT_CONFIG = (
     "core.hooksPath=/dev/null",
 )
 _TIMEOUT = 120.0
-
-
-class StagingError(CoalmineError):
-    """An eval's fixture could not be staged: it escapes its tree, is empty, or git failed."""
-
-    def __init__(self, message: str, *, eval_name: str, path: Path | None = None):
-        self.eval_name = eval_name
-        self.path = path
-        """The offending fixture path, when one is at fault."""
-        self.reason = message
-        super().__init__(f"eval {eval_name!r}: {message}")
 
 
 @dataclass(frozen=True)
@@ -81,7 +70,7 @@ def stage_eval(ev: ReviewEval, into: Path) -> StagedEval:
     Raises:
         StagingError: the fixture escapes its tree or is empty, the folder exists, or git failed.
     """
-    check_fixture(ev)
+    check_fixture(ev.name, ev.test_files)
     worktree = into / ev.name
     try:
         worktree.mkdir(parents=True)
@@ -137,65 +126,6 @@ def stage_all(
     finally:
         if not keep:
             shutil.rmtree(stage_dir, ignore_errors=True)
-
-
-def check_fixture(ev: ReviewEval) -> list[Path]:
-    """Check that ``ev``'s fixture is self-contained; return its files and symlinks.
-
-    Raises:
-        StagingError: a path escapes the tree (``..``, an absolute, dangling or outward
-            symlink), is a ``.git`` entry or a special file, or the tree has no file.
-    """
-    root = ev.test_files
-    if root.is_symlink() or not root.is_dir():
-        raise StagingError(f"{root} is not a folder", eval_name=ev.name, path=root)
-    real_root = Path(os.path.realpath(root))
-    found: list[Path] = []
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        here = Path(folder)
-        for entry in sorted(dirs) + sorted(files):
-            path = here / entry
-            relative = path.relative_to(root)
-            if entry in (".", ".."):
-                _refuse(ev, relative, "the name '..' escapes the tree")
-            if entry.lower() == ".git":
-                _refuse(ev, relative, "a .git entry would clash with the staged repository")
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode):
-                _check_link(ev, root, real_root, path)
-                found.append(path)
-            elif stat.S_ISREG(mode):
-                found.append(path)
-            elif not stat.S_ISDIR(mode):
-                _refuse(ev, relative, "not a file, a folder or a symlink")
-    if not found:
-        raise StagingError(f"nothing to review: {root} holds no file", eval_name=ev.name, path=root)
-    return found
-
-
-def _check_link(ev: ReviewEval, root: Path, real_root: Path, path: Path) -> None:
-    relative = path.relative_to(root)
-    target = os.readlink(path)
-    if os.path.isabs(target):
-        _refuse(ev, relative, f"an absolute symlink (to {target})")
-    # Lexically first: the copy lives in another folder, so a link that leaves the tree and
-    # comes back through its name (../test-files/x) would break there.
-    lexical = os.path.normpath(os.path.join(os.path.dirname(relative), target))
-    if lexical == ".." or lexical.startswith(".." + os.sep):
-        _refuse(ev, relative, f"a symlink pointing out of the tree (to {target})")
-    resolved = Path(os.path.realpath(path))
-    if resolved != real_root and real_root not in resolved.parents:
-        _refuse(ev, relative, f"a symlink pointing out of the tree (to {target})")
-    if not resolved.exists():
-        _refuse(ev, relative, f"a dangling symlink (to {target})")
-
-
-def _refuse(ev: ReviewEval, relative: Path, why: str) -> NoReturn:
-    raise StagingError(
-        f"{ev.test_files.name}/{relative.as_posix()}: {why}; a fixture must be self-contained",
-        eval_name=ev.name,
-        path=ev.test_files / relative,
-    )
 
 
 def _git(name: str, worktree: Path, *args: str) -> bytes:

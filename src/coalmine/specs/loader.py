@@ -139,8 +139,9 @@ def load_canary_spec(
         problems += _validation_problems(exc, doc, CanarySpec)
         return InvalidSpec(path, _by_line(problems), spec_id)
     problems += check_graders(
-        spec.expected.graders, doc, grader_configs, at=("expected", "graders")
-    )
+        spec.expected.graders, doc, grader_configs, at=("expected", "graders"), inputs=(),
+        canary=True,
+    )  # fmt: skip
     if problems:
         return InvalidSpec(path, _by_line(problems), spec_id)
     return LoadedSpec(spec, path, doc.first_line, doc)
@@ -166,10 +167,15 @@ def check_graders(
     grader_configs: Mapping[str, type[BaseModel]],
     *,
     at: tuple[str | int, ...],
+    inputs: Collection[str] | None = None,
+    canary: bool = False,
 ) -> list[Problem]:
     """Unknown grader types, invalid grader configs and zero weights, each at its line.
 
     ``at`` is where the grader list sits in ``doc`` (``("expected", "graders")`` in a canary).
+    With ``inputs`` (the case inputs given: ``expected``, ``relevant`` …; none for a canary),
+    a grader whose config's ``case_inputs`` needs one that neither the case nor its config
+    gives is a problem too.
     """
     problems: list[Problem] = []
     for i, grader in enumerate(graders):
@@ -186,10 +192,15 @@ def check_graders(
             )
             continue
         try:
-            model.model_validate(grader.config)
+            validated = model.model_validate(grader.config)
         except ValidationError as exc:
             prefix = (*loc, "config")
             problems.extend(_validation_problems(exc, doc, model, prefix=prefix))
+            continue
+        if inputs is not None:
+            line = doc.line_of((*loc, "type"))
+            for message in _missing_inputs(grader.type, validated, inputs, canary=canary):
+                problems.append(Problem(line, message))
     if graders and sum(g.weight for g in graders) <= 0:
         problems.append(
             Problem(
@@ -198,6 +209,32 @@ def check_graders(
             )
         )
     return problems
+
+
+def _missing_inputs(
+    name: str, config: BaseModel, inputs: Collection[str], *, canary: bool
+) -> list[str]:
+    """What the grader would find missing when it grades: a case input, or a config stand-in."""
+    needs: Mapping[str, tuple[str, ...]] = getattr(type(config), "case_inputs", {})
+    missing = []
+    for key, stand_ins in needs.items():
+        if key in inputs or any(f in config.model_fields_set for f in stand_ins):
+            continue
+        fields = " or ".join(f"{_a(f)} {f!r}" for f in stand_ins)
+        if canary and stand_ins:
+            missing.append(f"{name} has nothing to compare with: give it {fields}")
+        elif canary:
+            missing.append(f"{name} needs a case's {key!r}, which a canary has not")
+        elif stand_ins:
+            case = f"the case {_a(key)} {key!r}"
+            missing.append(f"{name} has nothing to compare with: give it {fields} or {case}")
+        else:
+            missing.append(f"{name} needs the case's {key!r}, and the case has none")
+    return missing
+
+
+def _a(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def _grader_names(grader_configs: Mapping[str, type[BaseModel]]) -> str:

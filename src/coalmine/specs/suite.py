@@ -13,12 +13,12 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from coalmine._source import Document, Problem, SourceError, load_yaml
+from coalmine._source import Document, Problem, SourceError, load_yaml, read_json
 from coalmine._source import validation_problems as _validation_problems
 from coalmine.specs.compat import Compat, PromptfooCase, PromptfooSuite
 from coalmine.specs.loader import check_graders
@@ -91,6 +91,21 @@ class EvalCase(BaseModel):
     forbidden_tools: list[str] | None = None
     context: list[str] | str | None = None
     """Retrieved context for RAG graders."""
+
+    def grader_inputs(self) -> dict[str, Any]:
+        """What graders may read of the case (``GradeContext.inputs``): the keys it gave."""
+        found = {
+            "expected": self.expected,
+            "relevant": self.relevant,
+            "expected_tool_calls": self.expected_tool_calls,
+            "forbidden_tools": self.forbidden_tools,
+            "context": self.context,
+            "vars": self.vars,
+        }
+        inputs = {k: v for k, v in found.items() if v is not None}
+        if self.metadata:
+            inputs["metadata"] = self.metadata
+        return inputs
 
     @model_validator(mode="after")
     def _prompt_or_vars(self) -> EvalCase:
@@ -225,8 +240,7 @@ def scan_suite(
     Raises:
         SourceError: the suite's YAML is unreadable or invalid, or the suite cannot be read.
     """
-    meta = _load_meta(path.with_suffix(".yaml"), grader_configs)
-    template = None if meta.compat else _template(meta.prompt_template, path)
+    meta, template = _load_meta(path.with_suffix(".yaml"), grader_configs)
     index = SuiteIndex(path.stem, path, meta, template, grader_configs)
     seen: dict[str, int] = {}
     try:
@@ -263,6 +277,12 @@ def scan_suite(
                 index.ids.append(case_id)
                 index.lines.append(number)
                 index.offsets.append(start)
+    if not index.valid and not index.bad:
+        raise SourceError(
+            "the suite has no cases (it is empty, or every line is blank): add one JSON object "
+            "a line, or remove the file",
+            path=path,
+        )
     return index
 
 
@@ -278,7 +298,7 @@ def _load_line(
 ) -> SuiteCase | BadLine:
     """Parse one line; ``check=False`` skips the grader checks a scan already made."""
     try:
-        data = json.loads(raw)
+        data = read_json(raw)
     except json.JSONDecodeError as exc:
         return BadLine(path, number, f"not valid JSON ({exc.msg}, column {exc.colno})")
     if not isinstance(data, dict):
@@ -298,7 +318,8 @@ def _load_line(
             message = "no graders: give the case 'graders' (or the suite)"
             return BadLine(path, number, message, case.id)
         doc = Document(path, {"graders": graders}, {}, number)
-        problems = check_graders(graders, doc, grader_configs, at=("graders",))
+        given = case.grader_inputs()
+        problems = check_graders(graders, doc, grader_configs, at=("graders",), inputs=given)
         if problems:
             return BadLine(path, number, "; ".join(p.message for p in problems), case.id)
     if case.prompt is not None:
@@ -333,10 +354,20 @@ def _load_promptfoo_line(
     return SuiteCase(case, template, [], test.threshold, meta.agent, number, test)
 
 
-def _load_meta(path: Path, grader_configs: Mapping[str, type[BaseModel]]) -> SuiteMeta:
+class _Meta(NamedTuple):
+    meta: SuiteMeta
+    template: jinja2.Template | None
+
+
+def _load_meta(path: Path, grader_configs: Mapping[str, type[BaseModel]]) -> _Meta:
+    """The suite's defaults and its compiled template; every problem names path:line."""
     if not path.exists():
-        return SuiteMeta()
+        return _Meta(SuiteMeta(), None)
     doc = load_yaml(path)
+    if doc.data is not None and not isinstance(doc.data, dict):
+        kind = type(doc.data).__name__
+        message = f"a suite's YAML must be a mapping of keys (agent:, graders: …), not a {kind}"
+        raise SourceError(message, path=path, line=doc.first_line)
     try:
         meta = SuiteMeta.model_validate(doc.data or {})
     except ValidationError as exc:
@@ -345,16 +376,11 @@ def _load_meta(path: Path, grader_configs: Mapping[str, type[BaseModel]]) -> Sui
     problems = check_graders(meta.graders, doc, grader_configs, at=("graders",))
     if problems:
         raise SourceError(problems[0].message, path=path, line=problems[0].line)
-    return meta
-
-
-def _template(source: str | None, path: Path) -> jinja2.Template | None:
-    if source is None:
-        return None
+    if meta.compat or meta.prompt_template is None:
+        return _Meta(meta, None)
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)  # noqa: S701 - prompts are text, not HTML
     try:
-        return env.from_string(source)
+        return _Meta(meta, env.from_string(meta.prompt_template))
     except jinja2.TemplateSyntaxError as exc:
-        raise SourceError(
-            f"prompt_template: {exc.message}", path=path.with_suffix(".yaml")
-        ) from None
+        line = doc.line_of(("prompt_template",))
+        raise SourceError(f"prompt_template: {exc.message}", path=path, line=line) from None

@@ -46,6 +46,7 @@ def migrate(conn: sqlite3.Connection, *, upto: str | None = None) -> list[str]:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
+    _refuse_newer(conn)  # before any step: a newer store is never changed by an older coalmine
     applied_now = []
     for step in MIGRATIONS:
         with transaction(conn):
@@ -59,6 +60,10 @@ def migrate(conn: sqlite3.Connection, *, upto: str | None = None) -> list[str]:
                 applied_now.append(step.name)
         if step.name == upto:
             break
+    return applied_now
+
+
+def _refuse_newer(conn: sqlite3.Connection) -> None:
     known = {m.name for m in MIGRATIONS}
     unknown = [r[0] for r in conn.execute("SELECT name FROM _migrations") if r[0] not in known]
     if unknown:
@@ -66,7 +71,6 @@ def migrate(conn: sqlite3.Connection, *, upto: str | None = None) -> list[str]:
             f"the run store was written by a newer coalmine (migrations {', '.join(unknown)}); "
             "upgrade coalmine to read it"
         )
-    return applied_now
 
 
 def _execute_script(conn: sqlite3.Connection, script: str) -> None:
@@ -437,3 +441,10 @@ def _fold_duplicate_lessons(conn: sqlite3.Connection) -> int:
         conn.executemany("DELETE FROM lessons WHERE id = ?", [(r["id"],) for r in rows[1:]])
         folded += len(rows) - 1
     return folded
+
+
+@migration("m011_run_errors")
+def _run_errors(conn: sqlite3.Connection) -> None:
+    # A run stopped by an error ends with status 'error' and what stopped it (scrubbed, with
+    # the traceback of an unexpected one), instead of staying 'running' for ever.
+    conn.execute("ALTER TABLE runs ADD COLUMN error TEXT")

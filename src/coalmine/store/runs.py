@@ -29,7 +29,8 @@ from coalmine.store.artifacts import Artifacts
 from coalmine.store.db import connect, transaction
 from coalmine.store.migrations import migrate
 
-RunStatus = Literal["running", "finished", "interrupted"]
+RunStatus = Literal["running", "finished", "interrupted", "error"]
+"""``error``: an error stopped the run (``RunInfo.error`` says which); it may be resumed."""
 
 NEWEST_FIRST = "started_at DESC, id DESC"
 """How runs are ordered: by when they started (an imported run by its own start), then id."""
@@ -74,6 +75,8 @@ class RunInfo:
     summary: RunTotals | None
     results_file: str | None
     cases: int = 0
+    error: str | None = None
+    """What stopped a run whose status is ``error``."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,9 @@ class Store:
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(f"cannot prepare the run store {path}: {exc}") from None
+        except StoreError as exc:
+            conn.close()
+            raise StoreError(f"{path}: {exc}") from None
         return cls(conn, path)
 
     @classmethod
@@ -157,7 +163,10 @@ class Store:
     def reopen_run(self, run_id: str) -> None:
         """Mark an unfinished run as running again (it is being resumed)."""
         with transaction(self.conn) as c:
-            c.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", (run_id,))
+            c.execute(
+                "UPDATE runs SET status = 'running', ended_at = NULL, error = NULL WHERE id = ?",
+                (run_id,),
+            )
 
     def record_case(self, run_id: str, result: CaseResult, extras: CaseExtras) -> None:
         """Store one graded case, its grades and judge calls, in one transaction."""
@@ -246,6 +255,17 @@ class Store:
         """Record the end of a run (finished or interrupted) with its summary."""
         with transaction(self.conn) as c:
             write_finish(c, run_id, status, ended_at, summary, invalid, label, results_file)
+
+    def stop_run(
+        self, run_id: str, *, status: RunStatus, ended_at: datetime, error: str | None = None
+    ) -> None:
+        """End a run that is still running (stopped by ``error``, or interrupted), as it is."""
+        with transaction(self.conn) as c:
+            c.execute(
+                "UPDATE runs SET status = ?, ended_at = ?, error = ? WHERE id = ?"
+                " AND status = 'running'",
+                (status, ended_at.astimezone(UTC).isoformat(), error, run_id),
+            )
 
     def record_calibration(
         self,
@@ -503,4 +523,5 @@ def _run_info(row: sqlite3.Row) -> RunInfo:
         summary=summary,
         results_file=row["results_file"],
         cases=row["cases"],
+        error=row["error"] if "error" in row.keys() else None,  # a store read, not migrated
     )

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from coalmine._util.locations import OutsideProject, inside_root
 from coalmine.errors import UsageError
 from coalmine.judge.labelling import Asked, Draft, LabelFile, plan_labelling, run_candidates
 from coalmine.judge.labels import Verdict
@@ -31,8 +32,11 @@ def labels_path(root: Path, given: str) -> Path:
     if not given.strip():
         raise UsageError("name the labels file (a .jsonl path inside the project)")
     base = root.resolve()
-    path = (base / given).resolve()
-    if not path.is_relative_to(base) or path.suffix != ".jsonl":
+    try:
+        path = inside_root(given, base=base, root=base, what="the labels file")
+    except OutsideProject as exc:
+        raise UsageError(f"the labels file must be a .jsonl path inside {base}: {exc}") from None
+    if path.suffix != ".jsonl":
         raise UsageError(f"the labels file must be a .jsonl path inside {base}: {given!r}")
     return path
 

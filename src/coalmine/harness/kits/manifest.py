@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from coalmine._source import Document, read_json, validation_problems
 from coalmine.errors import ConfigError
 from coalmine.harness.kits.model import MANIFEST_PATH, EvolutionRule, KitCommand
 
@@ -99,10 +100,21 @@ def load_manifest(root: Path) -> Manifest | None:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not valid UTF-8 ({exc.reason})", path=path) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=path) from None
     try:
-        return Manifest.model_validate_json(text)
+        data = read_json(text)
+    except json.JSONDecodeError as exc:
+        message = f"not valid JSON ({exc.msg}, column {exc.colno})"
+        raise ConfigError(message, path=path, line=exc.lineno) from None
+    try:
+        return Manifest.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{MANIFEST_PATH}: not a valid {SCHEMA} manifest: {exc}") from exc
+        first = validation_problems(exc, Document(path, data), Manifest)[0]
+        message = f"not a valid {SCHEMA} manifest: {first.message}"
+        raise ConfigError(message, path=path, line=first.line) from None
 
 
 def dump_manifest(manifest: Manifest) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from coalmine._source import safe_load
 from coalmine.errors import PluginError
 
 __all__ = [
@@ -144,9 +145,9 @@ def load_kit(folder: Path) -> Kit:
     """
     source = folder / "kit.yaml"
     try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+        data = safe_load(source.read_text(encoding="utf-8"))
         spec = KitSpec.model_validate(data)
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError) as exc:
         raise PluginError(f"{source}: not a valid kit: {exc}") from exc
     kit = Kit(spec, folder / "templates")
     declared = set(kit.files())

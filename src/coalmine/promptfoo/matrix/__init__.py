@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coalmine._util.locations import root_for
 from coalmine.promptfoo.matrix.config import CONFIG_FILE, load_config
 from coalmine.promptfoo.matrix.expand import MatrixTest, build_tests
 from coalmine.promptfoo.matrix.prompt_refs import PromptRef, read_prompts
 from coalmine.promptfoo.matrix.provider_refs import ProviderRef, read_providers
 from coalmine.promptfoo.matrix.rules import prompt_allowed, provider_allowed
-from coalmine.promptfoo.matrix.sources import Problems
+from coalmine.promptfoo.matrix.sources import Problems, reading_inside
 
 __all__ = ["Column", "Matrix", "MatrixTest", "PromptRef", "ProviderRef", "Row", "load_matrix"]
 
@@ -94,19 +95,29 @@ class Matrix:
 
 
 def load_matrix(
-    path: Path | str = CONFIG_FILE, *, environ: Mapping[str, str] | None = None
+    path: Path | str = CONFIG_FILE,
+    *,
+    environ: Mapping[str, str] | None = None,
+    root: Path | None = None,
 ) -> Matrix:
     """Read a promptfoo config and everything it points at into a :class:`Matrix`.
 
     Args:
         path: The config file.
         environ: What ``{{ env.NAME }}`` in the config reads (nothing unless given).
+        root: The project: the files the config names must stay inside it when the config
+            is (else inside the config's own folder, as by default).
 
     Raises:
         ConfigError: every problem found, each with its file and line.
     """
+    with reading_inside(root_for(Path(path), root=root or Path(path).parent)):
+        return _load_matrix(Path(path), environ)
+
+
+def _load_matrix(path: Path, environ: Mapping[str, str] | None) -> Matrix:
     problems = Problems()
-    config = load_config(Path(path), problems=problems, environ=environ)
+    config = load_config(path, problems=problems, environ=environ)
     if config is None:
         problems.raise_if_any()
         raise AssertionError("unreachable: load_config reported no problem")

@@ -33,6 +33,7 @@ from coalmine.promptfoo.matrix.sources import (
     js_stringify,
     load_json,
     load_yaml_text,
+    read_bytes,
     read_text,
     split_file_url,
 )
@@ -251,10 +252,7 @@ def load_var_file(value: str, *, base_dir: Path) -> str:
         raise ReadError(f"var file {value} is a PDF promptfoo extracts text from; not supported")
     lower = extension.lower()
     if lower in _IMAGES | _VIDEO | _AUDIO:
-        try:
-            encoded = base64.b64encode(path.read_bytes()).decode("ascii")
-        except OSError as exc:
-            raise ReadError(f"cannot read {path}: {exc.strerror}") from None
+        encoded = base64.b64encode(read_bytes(path)).decode("ascii")
         if lower not in _IMAGES:
             return encoded
         mime = next((m for prefix, m in _MAGIC if encoded.startswith(prefix)), None)

@@ -4,6 +4,10 @@ promptfoo 0.121.20 parses YAML with js-yaml 5 and a YAML 1.2 core schema (``yes`
 strings, ``017`` is seventeen, ``1.0`` is the number 1), and JSON with ``JSON.parse``. The readers
 here give the same values and keep the line of every key and list item, so each problem names
 its file and line. Problems are collected, not raised one at a time (:class:`Problems`).
+
+Every file a config names is read through :func:`read_text` or :func:`read_bytes`, which refuse
+one outside the folder :func:`reading_inside` set for the read (the project that holds the
+config): a ``file://../../etc/passwd`` is never read, sent to an agent or stored.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import math
 import posixpath
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +28,8 @@ from typing import Any
 
 import yaml
 
+from coalmine._source import GuardedComposer, mapping_pairs
+from coalmine._util.locations import OutsideProject, inside_root
 from coalmine.errors import ConfigError
 
 __all__ = [
@@ -38,7 +46,10 @@ __all__ = [
     "js_stringify",
     "load_json",
     "load_yaml_text",
+    "read_bytes",
     "read_text",
+    "reading_inside",
+    "require_inside",
     "split_file_url",
 ]
 
@@ -122,7 +133,7 @@ class Doc:
 # --- YAML 1.2 core schema, as js-yaml's CORE_SCHEMA (+ merge keys and timestamps) ---------
 
 
-class _CoreLoader(yaml.SafeLoader):
+class _CoreLoader(GuardedComposer, yaml.SafeLoader):
     """PyYAML loader whose implicit types are YAML 1.2 core, as js-yaml resolves them.
 
     The pure-Python loader: the libyaml one, subclassed like this, built untagged nodes while
@@ -208,16 +219,18 @@ def load_yaml_text(text: str, *, path: Path) -> Doc:
 
 def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> Any:
     if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
         out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
+        own: set[Any] = set()
+        for key_node, value_node, merged in mapping_pairs(node):
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, str):  # JavaScript object keys are strings
                 key = js_stringify(key) if not isinstance(key, str | int) else str(key)
-            if key in out:
+            if not merged and key in own:
                 raise ReadError(
                     f"duplicated mapping key {key!r}", line=key_node.start_mark.line + 1
                 )
+            if not merged:
+                own.add(key)
             lines[(*loc, key)] = key_node.start_mark.line + 1
             out[key] = _construct(loader, value_node, (*loc, key), lines)
         return out
@@ -249,10 +262,42 @@ def _no_nan(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+_ROOT: ContextVar[Path | None] = ContextVar("promptfoo_root", default=None)
+
+
+@contextmanager
+def reading_inside(root: Path) -> Iterator[None]:
+    """Within the block, files a config names must resolve inside ``root``."""
+    token = _ROOT.set(root)
+    try:
+        yield
+    finally:
+        _ROOT.reset(token)
+
+
+def require_inside(path: Path) -> Path:
+    """``path`` resolved, or a ``ReadError`` when it leaves the folder of :func:`reading_inside`."""
+    root = _ROOT.get()
+    if root is None:
+        return path
+    try:
+        return inside_root(path, base=Path.cwd(), root=root, what="file")
+    except OutsideProject as exc:
+        raise ReadError(str(exc)) from None
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of ``path`` (a ``ReadError`` says why it cannot be read)."""
+    try:
+        return require_inside(path).read_bytes()
+    except OSError as exc:
+        raise ReadError(f"cannot read {path}: {exc.strerror}") from None
+
+
 def read_text(path: Path) -> str:
     """The UTF-8 text of ``path`` (a ``ReadError`` says why it cannot be read)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return require_inside(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ReadError("file does not exist") from None
     except UnicodeDecodeError as exc:
