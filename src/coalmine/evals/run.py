@@ -8,40 +8,27 @@ at most its last half second). When a run is interrupted the pending batch is co
 run can be resumed: only the case runs it has no row for are run again. Each suite's summary is
 computed from the stored rows and written as ``coalmine.eval.result.v1`` JSON.
 
-A case run passes when every grader passes (or, with a ``threshold``, when the weighted score
-reaches it); a grader that is a gate (``forbidden-tools``) must pass either way. An agent that
-fails (crash, timeout, garbage) fails the case; a grader that cannot grade (a missing input, a
-judge that fails) makes it an error, which is not scored but is counted and fails the suite.
+One case run is :mod:`coalmine.evals.attempt`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from coalmine._util.clock import Clock, SystemClock
-from coalmine._util.secrets import redact, redact_data
-from coalmine.config import AgentConfig, Price
 from coalmine.engine.call import Caller
-from coalmine.engine.costs import agent_usage
 from coalmine.engine.events import EvalEnd, EvalProgress, EvalStart, Hooks, LessonsRecalled, emit
 from coalmine.engine.execute import periodically, run_bounded
 from coalmine.engine.grading import (
-    grade_key,
-    grade_with_reruns,
-    judge_fn_for,
     judge_gate,
     load_python_graders,
-    rerunnable_judge,
-    unstable_warnings,
 )
 from coalmine.engine.policy import JudgeGate
-from coalmine.engine.verdict import EPSILON, composite_score
 from coalmine.engine.wiring import (
     Wiring,
     describe_judge,
@@ -51,27 +38,20 @@ from coalmine.engine.wiring import (
     secret_values,
     start_run_record,
 )
-from coalmine.errors import GradeError, ProviderError, UsageError
+from coalmine.errors import UsageError
+from coalmine.evals.attempt import RunEnv, SuiteRun, run_attempt
 from coalmine.evals.compat import CompatRunner, get_compat_kind
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
-from coalmine.evals.plan import EvalPlan, PlannedSuite, plan_agents, require_eval_judge
-from coalmine.evals.summary import STDERR_MARK, write_suite_result
-from coalmine.graders.base import GradeContext, GraderType
-from coalmine.graders.base import registry as graders
-from coalmine.graders.llm_judge import JudgeGrade
+from coalmine.evals.plan import EvalPlan, plan_agents, require_eval_judge
+from coalmine.evals.summary import write_suite_result
 from coalmine.lessons.recall import merge_recalled
-from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.providers.replay import Cassette
 from coalmine.results import (
-    OUTPUT_LIMIT,
     EvalSuiteResult,
-    Grade,
 )
-from coalmine.specs.models import GraderSpec
 from coalmine.specs.suite import SuiteCase
 from coalmine.store.cache import ResponseCache
 from coalmine.store.evals import (
-    Attempt,
     AttemptWriter,
     done_attempts,
     end_run,
@@ -107,15 +87,6 @@ class _Counts:
     last_emit: float = 0.0
     suite: str | None = None
     latest_failure: str | None = None
-
-
-@dataclass
-class _Suite:
-    """A planned suite with what the engine caches for it."""
-
-    planned: PlannedSuite
-    configs: dict[int, Any] = field(default_factory=dict)
-    """Validated grader configs of the suite's own graders, by ``id`` of their spec."""
 
 
 async def run_evals(
@@ -177,7 +148,7 @@ async def run_evals(
             if judge_agent.name in config.agents:
                 callers[judge_agent.name] = judge  # an agent that also judges shares its limits
             gate = judge_gate(store, judge, configured_blocking=config.judge_blocking)
-        suites = [_Suite(s) for s in plan.suites]
+        suites = [SuiteRun(s) for s in plan.suites]
         kinds = dict.fromkeys(s.index.meta.compat for s in plan.suites if s.index.meta.compat)
         compat: dict[str, CompatRunner] = {
             kind: get_compat_kind(kind).runner(
@@ -191,7 +162,7 @@ async def run_evals(
         writer = AttemptWriter(store, run_id)
         counts = _Counts()
         total = plan.attempts
-        env = _Env(
+        env = RunEnv(
             config.agents,
             functions,
             callers,
@@ -207,7 +178,7 @@ async def run_evals(
             compat,
         )
 
-        def items() -> Iterator[tuple[_Suite, SuiteCase, int]]:
+        def items() -> Iterator[tuple[SuiteRun, SuiteCase, int]]:
             nonlocal exhausted
             for suite in suites:
                 index = suite.planned.index
@@ -228,9 +199,9 @@ async def run_evals(
                             yield suite, case, rep
             exhausted = True
 
-        async def work(_: int, item: tuple[_Suite, SuiteCase, int]) -> None:
+        async def work(_: int, item: tuple[SuiteRun, SuiteCase, int]) -> None:
             suite, case, rep = item
-            attempt = await _run_attempt(suite, case, rep, env)
+            attempt = await run_attempt(suite, case, rep, env)
             writer.add(attempt)
             counts.done += 1
             counts.suite = attempt.suite
@@ -362,269 +333,3 @@ def _open_run(
         store, "eval", plan.config, started, command_line, plan.names, options
     )
     return run_id, started, set()
-
-
-# -- one case run -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Env:
-    """What every case run of an eval run shares."""
-
-    agents: Mapping[str, AgentConfig]
-    functions: Mapping[str, Any]
-    """The config's python_graders, loaded."""
-    callers: dict[str, Caller]
-    wiring: Wiring
-    judge: Caller | None
-    gate: JudgeGate | None
-    """Which judge graders may block (by their judge's calibration)."""
-    clock: Clock
-    secrets: list[str]
-    timeout: float
-    judge_timeout: float
-    pricing: Mapping[str, Price]
-    judge_reruns: int = 1
-    compat: Mapping[str, CompatRunner] = field(default_factory=dict)
-    """The runner of each compat kind the run's suites use (``compat: promptfoo`` …)."""
-
-    def caller(self, agent: AgentConfig) -> Caller:
-        """The caller of ``agent`` (one per agent, so its limits hold across the run)."""
-        found = self.callers.get(agent.name)
-        if found is None:
-            found = self.callers[agent.name] = self.wiring.caller(agent)
-        return found
-
-
-async def _run_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> Attempt:
-    planned = suite.planned
-    if case.compat is not None:
-        return await _run_compat_attempt(suite, case, rep, env)
-    agent = env.agents[case.agent] if case.agent else planned.default_agent
-    assert agent is not None  # the plan moved cases without an agent to the bad lines
-    caller = env.caller(agent)
-    secrets, clock, judge = env.secrets, env.clock, env.judge
-    timeout = planned.index.meta.timeout_seconds or env.timeout
-    case_id = case.case.id
-    record: dict[str, Any] = {"agent": agent.name, "prompt": redact(case.prompt, env.secrets)}
-    record.update(_compared_with(case))
-    t0 = clock.monotonic()
-    request = AgentRequest(case.prompt, CallContext(case_id, agent.name, planned.name), timeout)
-    try:
-        called = await caller.call(request, timeout, repeat=rep)
-    except ProviderError as exc:
-        message = str(exc)
-        if exc.stderr_tail:
-            message += STDERR_MARK + exc.stderr_tail[-1000:]
-        record["error"] = redact(message, secrets)
-        if exc.attempt > 1:
-            record["attempts"] = exc.attempt
-        record["call_failures"] = [*exc.failures, f"{exc.kind}: {exc.reason}"]
-        return Attempt(
-            planned.name, case_id, rep, "fail", True, 0.0, {}, None, None, None, None,
-            exc.kind, _scrub(record, secrets),
-        )  # fmt: skip
-    output = called.output
-    latency = None if called.cache == "hit" else round(clock.monotonic() - t0, 4)
-    usage = agent_usage(output, agent, env.pricing)
-    inputs = case.case.grader_inputs()
-    judge_for = None
-    if judge is not None:
-        judge_context = CallContext(case_id, judge.agent.name, planned.name)
-        judge_for = rerunnable_judge(judge, judge_context, env.judge_timeout)
-
-    ctx = GradeContext(
-        case_id=case_id,
-        prompt=case.prompt,
-        judge=judge_for(0) if judge_for is not None else None,
-        latency_seconds=latency,
-        cost=usage.cost if usage is not None else None,
-        tool_calls=tuple(output.tool_calls),
-        inputs=inputs,
-        functions=env.functions,
-    )
-    grades: dict[str, Grade] = {}
-    blocking: dict[str, bool] = {}
-    gates: set[str] = set()
-    error: GradeError | None = None
-    error_grader: GraderType | None = None
-    error_key = ""
-    for spec in case.graders:
-        grader = graders.get(spec.type)
-        key = grade_key(spec.name or spec.type, grades)
-        may_block = not grader.needs_judge or (
-            env.gate is not None and env.gate.blocks(spec.type, spec.config)
-        )
-        blocking[key] = spec.blocking is not False and may_block
-        if grader.needs_judge and ctx.judge is None:
-            grades[key] = Grade(weight=spec.weight, skipped=True, reason="no judge for this run")
-            continue
-        try:
-            grade = await grade_with_reruns(
-                grader, suite_config(suite, spec, grader), output.text, ctx,
-                reruns=env.judge_reruns, judge_for=judge_for,
-            )  # fmt: skip
-        except GradeError as exc:
-            error, error_grader, error_key = exc, grader, key
-            break
-        if getattr(grade, "gate", False):
-            gates.add(key)
-        grades[key] = grade.model_copy(update={"weight": spec.weight})
-    prompt_tokens = usage.prompt_tokens if usage is not None else None
-    completion_tokens = usage.completion_tokens if usage is not None else None
-    cost = usage.cost if usage is not None else None
-    judge_usage = [g.usage for g in grades.values() if isinstance(g, JudgeGrade) and g.usage]
-    for u in judge_usage:
-        prompt_tokens = (prompt_tokens or 0) + u.get("prompt_tokens", 0)
-        completion_tokens = (completion_tokens or 0) + u.get("completion_tokens", 0)
-    record.update(_output_record(output.text, secrets))
-    if output.model:
-        record["model"] = output.model
-    warnings = [*output.warnings, *unstable_warnings(grades)]
-    if warnings:
-        record["warnings"] = warnings
-    if any(getattr(g, "unstable", False) for g in grades.values()):
-        record["unstable"] = True
-    if output.tool_calls:
-        record["tool_calls"] = [t.model_dump(exclude_none=True) for t in output.tool_calls]
-    if called.cache is not None:
-        record["cache"] = called.cache
-    if called.attempts > 1:
-        record["attempts"] = called.attempts
-        record["call_failures"] = list(called.failures)
-    record["grades"] = {k: g.model_dump(exclude_none=True) for k, g in grades.items()}
-    replies = _judge_replies(grades)
-    if replies:
-        record["judge_replies"] = replies
-    scores = {k: g.score for k, g in grades.items()}
-    if error is not None:
-        assert error_grader is not None
-        kind = "config" if error.config else ("judge" if error_grader.needs_judge else "grader")
-        record["error"] = f"case {case_id!r}: {error}"
-        blocks = kind != "judge" or blocking[error_key]
-        return Attempt(
-            planned.name, case_id, rep, "error", blocks, None, scores, latency, prompt_tokens,
-            completion_tokens, cost, kind, _scrub(record, secrets),
-        )  # fmt: skip
-    ran = {k: g for k, g in grades.items() if g.score is not None}
-    if not ran:
-        record["error"] = "every grader was skipped (no judge for this run)"
-        return Attempt(
-            planned.name, case_id, rep, "error", False, None, scores, latency, prompt_tokens,
-            completion_tokens, cost, "no_graders", _scrub(record, secrets),
-        )  # fmt: skip
-    passed, score = _passes(ran, gates, case.threshold)
-    blockers = {k: g for k, g in ran.items() if blocking[k]}
-    passed_blocking = not blockers or _passes(blockers, gates, case.threshold)[0]
-    if not passed:
-        record["why"] = _why(ran, gates, case.threshold, score)
-        if passed_blocking:
-            record["advisory"] = True
-    return Attempt(
-        planned.name, case_id, rep, "pass" if passed else "fail",
-        not passed_blocking, round(score, 6), scores, latency,
-        prompt_tokens, completion_tokens, cost, None, _scrub(record, secrets),
-    )  # fmt: skip
-
-
-async def _run_compat_attempt(suite: _Suite, case: SuiteCase, rep: int, env: _Env) -> Attempt:
-    """A compat suite's line, by its kind's rules (:mod:`coalmine.evals.compat`)."""
-    planned = suite.planned
-    assert case.compat is not None
-    agent = env.agents[case.agent] if case.agent else planned.default_agent
-    judge = None
-    if env.judge is not None:
-        context = CallContext(case.case.id, env.judge.agent.name, planned.name)
-        judge = judge_fn_for(env.judge, context, env.judge_timeout, repeat=rep)
-    attempt = await env.compat[case.compat].run(
-        case,
-        rep,
-        suite=planned.name,
-        suite_path=planned.index.path,
-        meta=planned.index.meta,
-        caller=env.caller(agent) if agent is not None else None,
-        judge=judge,
-        judge_blocks=env.gate.blocks if env.gate is not None else None,
-    )
-    return attempt._replace(record=_scrub(attempt.record, env.secrets))
-
-
-def suite_config(suite: _Suite, spec: GraderSpec, grader: GraderType) -> Any:
-    """The validated config of ``spec`` (a suite-wide grader's is validated once)."""
-    found = suite.configs.get(id(spec))
-    if found is None:
-        found = grader.config.model_validate(spec.config)
-        if any(spec is g for g in suite.planned.index.meta.graders):
-            suite.configs[id(spec)] = found
-    return found
-
-
-def _passes(
-    grades: Mapping[str, Grade], gates: set[str], threshold: float | None
-) -> tuple[bool, float]:
-    """(passed, weighted score) by the suite's rule; gates must pass either way.
-
-    Graders whose weights sum to 0 (weight-0 graders that may block, say) have no weighted
-    score: it is 0, and they pass when every one of them passes.
-    """
-    weighted = [(g.weight, g.score or 0.0) for g in grades.values()]
-    if sum(w for w, _ in weighted) <= 0:
-        return all(g.passed for g in grades.values()), 0.0
-    score = composite_score(weighted)
-    if any(not grades[k].passed for k in gates if k in grades):
-        return False, score
-    if threshold is None:
-        return all(g.passed for g in grades.values()), score
-    return score >= threshold - EPSILON, score
-
-
-def _why(
-    grades: Mapping[str, Grade], gates: set[str], threshold: float | None, score: float
-) -> str:
-    failed = [k for k, g in grades.items() if not g.passed]
-    parts = []
-    if threshold is not None and score < threshold - EPSILON:
-        parts.append(f"score {score:.3f} < threshold {threshold:g}")
-    for key in failed:
-        detail = grades[key].explain()
-        gate = " (a gate)" if key in gates else ""
-        parts.append(f"{key}{gate} failed" + (f": {detail}" if detail else ""))
-    return "; ".join(parts)[:1000]
-
-
-def _compared_with(case: SuiteCase) -> dict[str, Any]:
-    """What the case's graders compare the output with, and its tags.
-
-    They are kept in the record, so a stored run shows them as they were when it ran (the suite
-    file may change since).
-    """
-    c = case.case
-    found = {
-        "expected": c.expected,
-        "expected_tool_calls": c.expected_tool_calls,
-        "forbidden_tools": c.forbidden_tools,
-        "tags": c.tags or None,
-    }
-    return {k: v for k, v in found.items() if v is not None}
-
-
-def _judge_replies(grades: Mapping[str, Grade]) -> dict[str, list[str]]:
-    """Each judge grade's raw replies, in call order (what the judge said, word for word)."""
-    return {
-        key: [call.reply for call in grade.calls if call.reply is not None]
-        for key, grade in grades.items()
-        if isinstance(grade, JudgeGrade) and any(c.reply is not None for c in grade.calls)
-    }
-
-
-def _output_record(text: str, secrets: list[str]) -> dict[str, Any]:
-    shown = redact(text[:OUTPUT_LIMIT], secrets)
-    record: dict[str, Any] = {"output": shown}
-    if len(text) > OUTPUT_LIMIT:
-        record["output_truncated"] = True
-    return record
-
-
-def _scrub(record: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
-    """Scrub secrets from every string of the record (JSON escapes included)."""
-    return redact_data(record, secrets)
