@@ -164,5 +164,8 @@ def test_a_resume_ends_what_a_kill_of_coalmine_and_its_watchdog_left(
     for pid in left:
         assert wait_gone(pid, 2), f"process {pid} left by the killed run outlived its resume"
     again = lines(project, "calls.log")[before:]
-    assert sorted(again) == sorted({"slow", *FAST} - kept) and "slow" in again
+    # A set: an orphan of a case in flight at the kill may log its start after `before` was
+    # read (a slow machine); that case was not stored, so the resume rightly runs it again.
+    assert set(again) == {"slow", *FAST} - kept and "slow" in again
+    assert not kept & set(again)  # no stored case is called again
     assert not (project.root / ".coalmine" / "agents" / f"{run_id}.live").exists()
