@@ -57,9 +57,10 @@ def text(content: str | bytes) -> Callable[[Path], None]:
     return write
 
 
-def append(content: str) -> Callable[[Path], None]:
+def append(content: str | bytes) -> Callable[[Path], None]:
     def write(path: Path) -> None:
-        path.write_text(path.read_text() + content)
+        extra = content if isinstance(content, bytes) else content.encode()
+        path.write_bytes(path.read_bytes() + extra)
 
     return write
 
@@ -252,7 +253,7 @@ CASES = [
         "sdlc",
         SUITE,
         EVAL,
-        append('{"id": "\xff"}\n'.encode("latin-1").decode("latin-1")),
+        append(b'{"id": "\xff"}\n'),  # a byte that is no UTF-8
     ),
     Case(
         "suite: equals with nothing",

@@ -54,15 +54,20 @@ def db_rows(project: Project, sql: str) -> list[tuple[object, ...]]:
         conn.close()
 
 
-@pytest.mark.slow
-def test_kill_9_then_resume_runs_no_finished_case_twice(project: Project, tmp_path: Path) -> None:
-    ids = counting_project(project)
-    (project.root / "delay").write_text("0.3")
-    proc = subprocess.Popen(
+def start_canary_run(project: Project) -> subprocess.Popen[bytes]:
+    """``coalmine canary run`` in the background, in a process group of its own (to kill)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "coalmine", "canary", "run", "--root", str(project.root),
          "--display", "none"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_runs_no_finished_case_twice(project: Project, tmp_path: Path) -> None:
+    ids = counting_project(project)
+    (project.root / "delay").write_text("0.3")
+    proc = start_canary_run(project)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -102,11 +107,7 @@ def test_kill_9_then_resume_runs_no_finished_case_twice(project: Project, tmp_pa
 def test_a_resume_rewrites_the_file_its_killed_run_wrote(project: Project) -> None:
     ids = counting_project(project, n=4)
     (project.root / "delay").write_text("0.3")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "coalmine", "canary", "run", "--root", str(project.root),
-         "--display", "none"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    proc = start_canary_run(project)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(calls(project)) < 2:
         time.sleep(0.02)

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from coalmine._source import SourceError, read_json
+from coalmine._util.files import write_file
 from coalmine.engine.grading import grade_key
-from coalmine.errors import UsageError
+from coalmine.errors import StoreError, UsageError
 from coalmine.evals.compat import case_graders
 from coalmine.graders.base import grader_configs
 from coalmine.judge.labels import Label, LabelledItem, Verdict, load_labels
@@ -337,12 +338,7 @@ class LabelFile:
                 break
         else:
             raise OSError(f"{self.path}: item {item.id!r} is no longer in the file")
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            with tmp.open("wb") as out:
-                out.write(("\n".join(lines) + "\n").encode("utf-8"))
-                out.flush()
-                os.fsync(out.fileno())
-            tmp.replace(self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
+            write_file(self.path, "\n".join(lines) + "\n")  # whole, or not at all
+        except StoreError as exc:  # add() promises OSError for a file it cannot write
+            raise OSError(str(exc)) from None
