@@ -72,6 +72,10 @@ class AgentOutput(BaseModel):
     )
     tool_calls: list[ToolCall] = Field(default=[], exclude_if=lambda v: not v)
     """The tool calls the agent made, in order (its trajectory)."""
+    value: Any = _extra(
+        "The answer as a JSON value, when a promptfoo-convention agent's `output` is not a "
+        "string (`text` is then its JSON)."
+    )
 
 
 class Grade(BaseModel):

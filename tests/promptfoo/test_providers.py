@@ -198,6 +198,28 @@ CASES: list[tuple[ProviderRef, dict[str, Any], list[str]]] = [
         [],
     ),
     (
+        ref("file://provider.js"),
+        {"provider": "javascript", "convention": "promptfoo", "file": "provider.js",
+         "options": {"id": "file://provider.js", **HERE}},
+        [],
+    ),
+    (
+        ref("file://lib/Agent.MJS", label="JS", config={"temperature": 0.5},
+            options={"id": "file://lib/Agent.MJS", "label": "JS", "config": {"temperature": 0.5},
+                     "env": {"TOKEN": "t"}}),
+        {"provider": "javascript", "convention": "promptfoo", "file": "lib/Agent.MJS",
+         "options": {"id": "file://lib/Agent.MJS",
+                     "config": {"temperature": 0.5, "basePath": "."}, "env": {"TOKEN": "t"}},
+         "label": "JS"},
+        ["env is passed in options, not set in the program's environment (as promptfoo)"],
+    ),
+    (
+        ref("providers/agent.ts"),  # promptfoo loads a JavaScript path without file:// too
+        {"provider": "javascript", "convention": "promptfoo", "file": "providers/agent.ts",
+         "options": {"id": "providers/agent.ts", **HERE}},
+        [],
+    ),
+    (
         ref("openai:gpt-4o", config="file://openai.yaml"),  # type: ignore[arg-type]
         {"provider": "openai", "model": "gpt-4o", "base_url": OPENAI_URL,
          "api_key_env": "OPENAI_API_KEY", "temperature": 0, "max_tokens": 1024},
@@ -247,8 +269,9 @@ def test_environment_variables_choose_the_endpoints(tmp_path: Path) -> None:
         ("http://localhost:8080/chat", "promptfoo's HTTP providers template the request"),
         ("https://api.example.com/v1/agent", "promptfoo's HTTP providers"),
         ("webhook:http://localhost/hook", "promptfoo's HTTP providers"),
-        ("file://provider.js", "a JavaScript provider runs inside promptfoo"),
-        ("file://provider.ts:call", "a JavaScript provider runs inside promptfoo"),
+        ("file://provider.ts:call", "does not load 'file://provider.ts:call': name the file"),
+        ("file://provider.js:Provider", "does not load"),
+        ("file://provider.jsx", "promptfoo 0.121.20 does not load 'file://provider.jsx'"),
         ("golang:main.go", "promptfoo's Go provider is not supported"),
         ("file://provider.go", "promptfoo's Go provider is not supported"),
         ("ruby:provider.rb", "promptfoo's Ruby provider is not supported"),

@@ -74,6 +74,13 @@ def test_the_context_holds_the_vars() -> None:
     assert call_context(CallContext("c", "A", vars={"q": [1]})) == {"vars": {"q": [1]}}
 
 
+def test_a_promptfoo_rows_context_adds_its_prompt_test_and_repeat_after_the_vars() -> None:
+    extra = {"prompt": {"raw": "{{q}}", "label": "p"}, "test": {"vars": {"q": 1}}, "repeatIndex": 1}
+    context = call_context(CallContext("c", "A", vars={"q": 1}, promptfoo=extra))
+    assert context == {"vars": {"q": 1}, **extra}
+    assert list(context) == ["vars", "prompt", "test", "repeatIndex"]
+
+
 def test_arguments_go_through_json() -> None:
     args = call_arguments("p", {"config": {"t": 1.0, "k": (1, 2)}}, {"vars": {}})
     assert args == ["p", {"config": {"t": 1, "k": [1, 2]}}, {"vars": {}}]
@@ -100,6 +107,15 @@ def test_arguments_go_through_json() -> None:
 def test_answers(result: Any, text: str, usage: dict[str, int] | None) -> None:
     answer = read_answer(result, "call_api")
     assert (answer.text, answer.usage) == (text, usage)
+
+
+@pytest.mark.parametrize(
+    ("output", "value"),
+    [("hi", None), ({"a": [1, None]}, {"a": [1, None]}), (0, 0), (False, False), ([], [])],
+)
+def test_an_output_that_is_not_a_string_is_kept_as_its_value(output: Any, value: Any) -> None:
+    answer = read_answer({"output": output}, "call_api")
+    assert answer.value == value and type(answer.value) is type(value)
 
 
 @pytest.mark.parametrize(

@@ -394,6 +394,9 @@ PROMPTFOO_PROVIDER = """
 
     def nothing(prompt, options, context):
         return {"output": None}
+
+    def structured(prompt, options, context):
+        return {"output": {"said": prompt, "n": [1.5, None]}, "cost": 0.5}
     """
 
 
@@ -459,7 +462,15 @@ def test_promptfoo_convention_named_functions_and_failures(tmp_path: Path) -> No
     assert (lost.kind, lost.reason) == ("config", f"no Python file {tmp_path / 'nowhere.py'}")
     missing = fail(agent("absent"))
     assert missing.kind == "config" and "Function 'absent' not found" in missing.reason
-    assert "call_api, fails, nothing, raises" in missing.reason
+    assert "call_api, fails, nothing, raises, structured" in missing.reason
+
+
+@pytest.mark.usefixtures("clean_path")
+def test_promptfoo_convention_keeps_an_object_output_as_its_value(tmp_path: Path) -> None:
+    output = call(promptfoo_agent(tmp_path, tmp_path, "structured"), "hi")
+    assert output.value == {"said": "hi", "n": [1.5, None]}
+    assert (output.text, output.cost) == ('{"said":"hi","n":[1.5,null]}', 0.5)
+    assert call(promptfoo_agent(tmp_path, tmp_path), "hi").value is None  # a string is the text
 
 
 @pytest.mark.usefixtures("clean_path")

@@ -206,30 +206,38 @@ def _provider(agent: AgentConfig | None, exported: Exported, out_dir: Path) -> A
     if name == "command" and convention == "promptfoo":
         argv = list(getattr(agent.settings, "argv", []))
         command = " ".join(exec_word(w) for w in argv)
-        entry: dict[str, Any] = {"id": "exec: " + command, "label": agent.name}
-        options = getattr(agent.settings, "options", {})
-        if options:
-            entry["config"] = dict(options)
         cwd = Path(getattr(agent.settings, "cwd", None) or ".")
         if (agent.base_dir / cwd).resolve() != out_dir.resolve():
             exported.note(
                 f"agent {agent.name}: promptfoo runs exec: commands in the config's folder, "
                 f"not in {(agent.base_dir / cwd)}"
             )
-        return entry
-    if name == "python" and convention == "promptfoo" and getattr(agent.settings, "file", None):
+        return _script_provider(agent, "exec: " + command)
+    if name in ("python", "javascript") and getattr(agent.settings, "file", None):
         path = _rebase(str(agent.settings.file), agent.base_dir, out_dir)  # type: ignore[attr-defined]
         function = getattr(agent.settings, "function", None)
-        entry = {"id": f"file://{path}" + (f":{function}" if function else ""), "label": agent.name}
-        options = getattr(agent.settings, "options", {})
-        if options:
-            entry["config"] = dict(options)
-        return entry
+        return _script_provider(agent, f"file://{path}" + (f":{function}" if function else ""))
     exported.note(
         f"agent {agent.name} ({name}): promptfoo has no provider that calls it as coalmine "
         "does: add one to the config"
     )
     return None
+
+
+def _script_provider(agent: AgentConfig, provider_id: str) -> dict[str, Any]:
+    """A promptfoo-convention agent as its provider: the ``options`` back as config and env.
+
+    promptfoo gives the script its own ``basePath`` (the exported config's folder), so the
+    agent's is not written.
+    """
+    entry: dict[str, Any] = {"id": provider_id, "label": agent.name}
+    options = getattr(agent.settings, "options", {})
+    config = options.get("config")
+    if isinstance(config, dict) and config.keys() - {"basePath"}:
+        entry["config"] = {k: v for k, v in config.items() if k != "basePath"}
+    if options.get("env"):
+        entry["env"] = dict(options["env"])
+    return entry
 
 
 def _model_provider(

@@ -12,8 +12,11 @@ it has none. What maps:
   runs in the promptfoo config's folder, as promptfoo runs it.
 - ``file://x.py``, ``file://x.py:fn``, ``python:x.py[:fn]`` → ``python`` with
   ``convention: promptfoo`` (``call_api`` unless a function is named).
+- ``file://x.js`` (``.cjs``, ``.mjs``, ``.ts``, ``.cts``, ``.mts``) → ``javascript`` with
+  ``convention: promptfoo``, its ``label`` set on the instance as promptfoo sets it;
+  ``file://x.js:name`` is a problem, as promptfoo 0.121.20 does not load it.
 
-Everything else (``http:``, ``webhook:``, JavaScript, Go and Ruby files, ``bedrock:``,
+Everything else (``http:``, ``webhook:``, Go and Ruby files, ``bedrock:``,
 ``vertex:``, …) gets a ``problem``: it is listed, never dropped. A provider's ``transform`` and
 ``delay`` are carried for the runner, which applies them. Paths are written relative to the
 folder of the coalmine.yaml that will hold the agents (``out_dir``); the promptfoo config's
@@ -31,6 +34,7 @@ from typing import Any
 
 from coalmine.promptfoo._llm_providers import Found, literal, map_anthropic, map_ollama, map_openai
 from coalmine.promptfoo.matrix.provider_refs import ProviderRef
+from coalmine.providers.javascript import SUFFIXES as JAVASCRIPT_SUFFIXES
 
 __all__ = [
     "MappedProvider",
@@ -157,8 +161,8 @@ def _dispatch(
             "read the answer with JavaScript: write an 'http' agent (body with {{prompt}}, "
             "response_path) in coalmine.yaml by hand"
         )
-    if implementation.removeprefix("file://").split(":")[0].endswith(_JS_FILES):
-        return Found(problem="a JavaScript provider runs inside promptfoo: " + _WRAP)
+    if implementation.removeprefix("file://").split(":")[0].lower().endswith(_JS_FILES):
+        return _javascript(implementation, ref, config, base_dir, out_dir)
     prefix = implementation.split(":")[0]
     return Found(problem=f"promptfoo's {prefix!r} provider is not supported: {HAND_WRITTEN}")
 
@@ -249,6 +253,28 @@ def _python(
         if key in config:
             found.notes.append(f"config.{key} is passed in options but not applied: {why}")
     return found
+
+
+def _javascript(
+    implementation: str,
+    ref: ProviderRef,
+    config: Mapping[str, Any],
+    base_dir: Path,
+    out_dir: Path,
+) -> Found:
+    """A ``file://x.js`` provider: promptfoo constructs the file's default export."""
+    path = implementation.removeprefix("file://")
+    if not path.lower().endswith(JAVASCRIPT_SUFFIXES):  # promptfoo's test of the whole id
+        whole = path.rsplit(":", 1)[0] if ":" in path else path
+        fix = f": name the file alone, file://{whole}" if whole != path else ""
+        return Found(problem=f"promptfoo 0.121.20 does not load {implementation!r}{fix}")
+    agent: dict[str, Any] = {"provider": "javascript", "convention": "promptfoo"}
+    agent["file"] = literal(path if os.path.isabs(path) else _relative(base_dir / path, out_dir))
+    options = _options(ref, config, base_dir, out_dir)
+    agent["options"] = {"id": literal(ref.id), **options}  # promptfoo always passes its id
+    if ref.label:
+        agent["label"] = literal(ref.label)
+    return Found(agent=agent)
 
 
 def _split_function(script: str) -> tuple[str, str | None]:

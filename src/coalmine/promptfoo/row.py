@@ -258,7 +258,10 @@ async def _call(
     """The agent's answer (``None`` for promptfoo's "No output"), its tokens and its cost."""
     if agent.caller is None:
         raise RowError(f"unsupported: provider {agent.id!r}: {agent.problem or 'no agent'}")
-    context = CallContext(row.name, agent.caller.agent.name, row.phase, vars=variables)
+    extra = {"prompt": dict(row.prompt), "test": dict(row.test_case), "repeatIndex": row.repeat}
+    context = CallContext(
+        row.name, agent.caller.agent.name, row.phase, vars=variables, promptfoo=extra
+    )
     try:
         called = await agent.caller.call(
             AgentRequest(prompt, context, tools.timeout), tools.timeout, repeat=row.repeat
@@ -271,10 +274,11 @@ async def _call(
             message += "\nstderr (tail):\n" + exc.stderr_tail[-1000:]
         raise RowError(message) from None
     output = called.output
+    answer = output.text if output.value is None else output.value  # promptfoo keeps objects
     if agent.caller.agent.provider == "echo":
-        return output.text, _usage(output.usage), 0.0
+        return answer, _usage(output.usage), 0.0
     used = agent_usage(output, agent.caller.agent, tools.pricing)
-    return output.text, _usage(output.usage), used.cost if used is not None else None
+    return answer, _usage(output.usage), used.cost if used is not None else None
 
 
 _TOKENS = (

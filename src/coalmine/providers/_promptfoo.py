@@ -7,8 +7,9 @@ does, so :func:`js_json` does too (compact, non-ASCII kept, ``1.0`` written ``1`
 ``options.config.basePath`` is resolved against the config file's folder (promptfoo passes
 its config's folder there).
 
-Only ``vars`` reaches the context: promptfoo also passes ``prompt`` (its template and label),
-``test``, ``repeatIndex`` and ``evaluationId``, which a coalmine call does not know.
+The context holds the case's ``vars``; a promptfoo row's call adds its ``prompt`` (template,
+label …), ``test`` and ``repeatIndex``, as promptfoo passes them (its ``evaluationId`` and the
+``__evalId``-style runtime vars are not passed).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _ANSI = re.compile(r"\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
 """The escape sequences promptfoo strips from an ``exec:`` answer."""
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"  # noqa: E501 - JavaScript's String.prototype.trim set
 DEFAULT_FUNCTION = "call_api"
+NO_OUTPUT = "No output"
+"""promptfoo's failure for an answer without an ``output``."""
 TOKEN_KEYS = {"prompt": "prompt_tokens", "completion": "completion_tokens",
               "total": "total_tokens", "cached": "cached_tokens"}  # fmt: skip
 
@@ -119,8 +122,11 @@ def call_options(options: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
 
 
 def call_context(context: CallContext) -> dict[str, Any]:
-    """The call context promptfoo's convention passes: the case's ``vars``."""
-    return {"vars": dict(context.vars or {})}
+    """The call context promptfoo's convention passes: the case's ``vars``, and the rest.
+
+    The rest is there when the call is a promptfoo row's: ``prompt``, ``test``, ``repeatIndex``.
+    """
+    return {"vars": dict(context.vars or {}), **(context.promptfoo or {})}
 
 
 def load_function(path: Path, name: str) -> Callable[..., Any]:
@@ -175,6 +181,8 @@ class Answer:
     usage: dict[str, int] | None
     cost: float | None = None
     """The ``cost`` the function reported, when it is a number."""
+    value: Any = None
+    """The ``output`` when it is not a string (a JSON value; ``text`` is its JSON)."""
 
 
 def read_answer(result: Any, function: str) -> Answer:
@@ -202,11 +210,12 @@ def read_answer(result: Any, function: str) -> Answer:
         raise ConventionError(error if isinstance(error, str) else js_json(error))
     output = data.get("output")
     if output is None:
-        raise ConventionError("No output", kind="bad_output")
-    text = output if isinstance(output, str) else js_json(output)
+        raise ConventionError(NO_OUTPUT, kind="bad_output")
+    text, value = (output, None) if isinstance(output, str) else (js_json(output), output)
     cost = data.get("cost")
     reported = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
-    return Answer(text=text, usage=_usage(data.get("tokenUsage")), cost=reported)
+    usage = token_usage(data.get("tokenUsage"))
+    return Answer(text=text, usage=usage, cost=reported, value=value)
 
 
 def _js_truthy(value: Any) -> bool:
@@ -215,12 +224,13 @@ def _js_truthy(value: Any) -> bool:
     return bool(value) and not (isinstance(value, float) and math.isnan(value))
 
 
-def _usage(token_usage: Any) -> dict[str, int] | None:
-    if not isinstance(token_usage, dict):
+def token_usage(reported: Any) -> dict[str, int] | None:
+    """The token counts, in coalmine's keys, of promptfoo's ``tokenUsage``."""
+    if not isinstance(reported, dict):
         return None
     usage = {
         TOKEN_KEYS[key]: value
-        for key, value in token_usage.items()
+        for key, value in reported.items()
         if key in TOKEN_KEYS and isinstance(value, int) and not isinstance(value, bool)
     }
     return usage or None

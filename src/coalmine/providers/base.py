@@ -32,6 +32,9 @@ class CallContext:
     vars: Mapping[str, Any] | None = None
     """The case's variables, when it has them (agents called with promptfoo's conventions
     receive them as ``context["vars"]``)."""
+    promptfoo: Mapping[str, Any] | None = None
+    """The rest of promptfoo's call context when the call is a promptfoo row's: its ``prompt``
+    (``raw``, ``label`` …), ``test`` and ``repeatIndex``, given to promptfoo-convention agents."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ registry: Registry[ProviderType] = Registry(
         "coalmine.providers.command",
         "coalmine.providers.echo",
         "coalmine.providers.http",
+        "coalmine.providers.javascript",
         "coalmine.providers.openai",
         "coalmine.providers.python",
         "coalmine.providers.replay",
