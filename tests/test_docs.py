@@ -84,13 +84,14 @@ def test_the_connect_your_agents_example_is_a_valid_config(tmp_path: Path) -> No
         ".claude/agents/qa.md": "---\nname: qa\n---\nYou are QA.\n",
         "prompts/documenter.md": "You document.\n",
         "cassettes/release.jsonl": "",
+        "agents/reviewer.js": "module.exports = class {};\n",
     }
     for relative, text in named.items():
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text(text, encoding="utf-8")
     config = load_config(tmp_path, providers=provider_settings(), environ={})
     assert sorted(a.provider for a in config.agents.values()) == [
-        "anthropic", "command", "http", "openai", "python", "replay",
+        "anthropic", "command", "http", "javascript", "openai", "python", "replay",
     ]  # fmt: skip
     assert config.agents["QA Coordinator"].policy.max_concurrency == 8
 

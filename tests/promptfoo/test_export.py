@@ -150,6 +150,55 @@ def test_a_coalmine_suite_exports_to_a_config_with_the_same_verdicts(tmp_path: P
     assert rendered["newline"] == "two lines\n"
 
 
+SCRIPTS = {
+    "javascript": (
+        "agent.js",
+        "module.exports = class {\n  constructor(o) { this.o = o; }\n  id() { return this.o.id; }\n"
+        "  async callApi(p) { return { output: this.o.config.prefix + p }; }\n};\n",
+    ),
+    "python": (
+        "agent.py",
+        "def call_api(prompt, options, context):\n"
+        "    return {'output': options['config']['prefix'] + prompt}\n",
+    ),
+}
+
+
+@NEEDS_NODE
+@pytest.mark.parametrize("provider", sorted(SCRIPTS))
+def test_a_script_agent_exports_as_its_file_with_its_options_as_the_config(
+    tmp_path: Path, provider: str
+) -> None:
+    project = tmp_path / "project"
+    (project / "harness" / "evals").mkdir(parents=True)
+    name, code = SCRIPTS[provider]
+    (project / name).write_text(code, encoding="utf-8")
+    (project / "coalmine.yaml").write_text(
+        f"agents:\n  bot:\n    provider: {provider}\n    convention: promptfoo\n"
+        f"    file: {name}\n    options: {{config: {{prefix: 'A: ', basePath: .}}, env: {{K: v}}}}\n",
+        encoding="utf-8",
+    )
+    lines = [{"id": "yes", "prompt": "hi", "graders": [
+                 {"type": "contains", "config": {"value": "A: hi"}}]},
+             {"id": "no", "prompt": "hi", "graders": [
+                 {"type": "contains", "config": {"value": "B: hi"}}]}]  # fmt: skip
+    (project / "harness" / "evals" / "s.jsonl").write_text(
+        "\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8"
+    )
+    code_, output = run_main("eval", "run", "--root", str(project), "--display", "plain")
+    assert code_ == 1, output
+    out = tmp_path / "pf" / "promptfooconfig.yaml"
+    code_, output = export(project, "s", out)
+    assert code_ == 0, output
+    config = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert config["providers"] == [
+        {"id": f"file://../project/{name}", "label": "bot", "config": {"prefix": "A: "},
+         "env": {"K": "v"}}
+    ]  # fmt: skip
+    done = run(out, tmp_path)
+    assert [r.result.outcome.success for r in done.rows] == [True, False]
+
+
 def test_exporting_an_unknown_suite_names_the_ones_there(tmp_path: Path) -> None:
     project = native_project(tmp_path / "project")
     code, output = export(project, "nope", tmp_path / "x.yaml")

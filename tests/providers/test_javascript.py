@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,29 @@ def test_a_class_is_constructed_with_the_options_and_called_with_promptfoos_cont
     assert seen["signal"] is True
     assert seen["cwd"] == str(tmp_path.resolve())
     assert json.loads(second.text)["calls"] == 2  # one instance serves every call
+
+
+def test_values_reach_the_module_as_json_gives_them(tmp_path: Path) -> None:
+    (output,) = call(make(tmp_path), request(day=date(2024, 5, 1), n=2.0, pair=("a", 1)))
+    assert json.loads(output.text)["context"]["vars"] == {"day": {}, "n": 2, "pair": ["a", 1]}
+    error = fail(make(tmp_path), request(tags={"a"}))
+    assert (error.kind, error.reason) == (
+        "config",
+        "the call cannot be passed as JSON: Object of type set is not JSON serializable",
+    )
+
+
+def test_the_process_runs_in_the_folder_the_base_path_names(tmp_path: Path) -> None:
+    (tmp_path / "promptfoo").mkdir()
+    provider = make(tmp_path, options={"config": {"basePath": "promptfoo"}})
+    (output,) = call(provider, request())
+    seen = json.loads(output.text)
+    assert seen["cwd"] == seen["options"]["config"]["basePath"] == str(tmp_path / "promptfoo")
+    error = fail(make(tmp_path, options={"config": {"basePath": "gone"}}), request())
+    assert (error.kind, error.reason) == (
+        "config",
+        f"options.config.basePath is no folder: {tmp_path / 'gone'}",
+    )
 
 
 def test_an_object_output_is_kept_as_a_value_with_its_tokens_and_cost(tmp_path: Path) -> None:

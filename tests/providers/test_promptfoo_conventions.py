@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,16 @@ def test_a_promptfoo_rows_context_adds_its_prompt_test_and_repeat_after_the_vars
     context = call_context(CallContext("c", "A", vars={"q": 1}, promptfoo=extra))
     assert context == {"vars": {"q": 1}, **extra}
     assert list(context) == ["vars", "prompt", "test", "repeatIndex"]
+
+
+def test_a_yaml_date_crosses_as_the_empty_object_promptfoo_makes_of_it() -> None:
+    when = {"day": date(2024, 5, 1), "at": datetime(2024, 5, 1, 10, 20, tzinfo=UTC)}
+    assert js_json(when) == '{"day":{},"at":{}}'
+
+
+def test_a_value_json_cannot_hold_is_a_convention_error() -> None:
+    with pytest.raises(ConventionError, match="cannot be passed as JSON: Object of type set"):
+        call_arguments("p", {}, {"vars": {"tags": {"a"}}})
 
 
 def test_arguments_go_through_json() -> None:

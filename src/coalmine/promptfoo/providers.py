@@ -34,7 +34,6 @@ from typing import Any
 
 from coalmine.promptfoo._llm_providers import Found, literal, map_anthropic, map_ollama, map_openai
 from coalmine.promptfoo.matrix.provider_refs import ProviderRef
-from coalmine.providers.javascript import SUFFIXES as JAVASCRIPT_SUFFIXES
 
 __all__ = [
     "MappedProvider",
@@ -46,7 +45,9 @@ __all__ = [
 ]
 
 _SCRIPT_PART = re.compile(r"""[^\s"']+|"([^"]*)"|'([^']*)'""")
-_JS_FILES = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".jsx", ".tsx")
+_JS_FILES = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts")
+"""What promptfoo loads as a JavaScript provider (its ``JAVASCRIPT_EXTENSIONS``)."""
+_JS_LOOKALIKES = (*_JS_FILES, ".jsx", ".tsx")
 _FUNCTION = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
 NAME_LENGTH = 60
 HAND_WRITTEN = (
@@ -161,7 +162,7 @@ def _dispatch(
             "read the answer with JavaScript: write an 'http' agent (body with {{prompt}}, "
             "response_path) in coalmine.yaml by hand"
         )
-    if implementation.removeprefix("file://").split(":")[0].lower().endswith(_JS_FILES):
+    if implementation.removeprefix("file://").split(":")[0].lower().endswith(_JS_LOOKALIKES):
         return _javascript(implementation, ref, config, base_dir, out_dir)
     prefix = implementation.split(":")[0]
     return Found(problem=f"promptfoo's {prefix!r} provider is not supported: {HAND_WRITTEN}")
@@ -264,7 +265,7 @@ def _javascript(
 ) -> Found:
     """A ``file://x.js`` provider: promptfoo constructs the file's default export."""
     path = implementation.removeprefix("file://")
-    if not path.lower().endswith(JAVASCRIPT_SUFFIXES):  # promptfoo's test of the whole id
+    if not path.lower().endswith(_JS_FILES):  # promptfoo's test of the whole id
         whole = path.rsplit(":", 1)[0] if ":" in path else path
         fix = f": name the file alone, file://{whole}" if whole != path else ""
         return Found(problem=f"promptfoo 0.121.20 does not load {implementation!r}{fix}")

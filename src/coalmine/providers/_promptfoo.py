@@ -21,6 +21,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,8 @@ def _js_parts(value: Any) -> list[str]:
             parts += [","] if index else []
             parts += [json.dumps(_js_key(key), ensure_ascii=False), ":", *_js_parts(item)]
         return [*parts, "}"]
+    if isinstance(value, date):  # promptfoo's config reading makes a YAML date an empty object
+        return ["{}"]
     if isinstance(value, list | tuple):
         parts = ["["]
         for index, item in enumerate(value):
@@ -169,8 +172,15 @@ def load_function(path: Path, name: str) -> Callable[..., Any]:
 
 
 def call_arguments(prompt: str, options: Mapping[str, Any], context: Mapping[str, Any]) -> Any:
-    """``[prompt, options, context]`` as the function receives them: through JSON."""
-    return json.loads(js_json([prompt, options, context]))
+    """``[prompt, options, context]`` as the function receives them: through JSON.
+
+    Raises:
+        ConventionError: a value JSON cannot hold (kind ``config``).
+    """
+    try:
+        return json.loads(js_json([prompt, options, context]))
+    except TypeError as exc:
+        raise ConventionError(f"the call cannot be passed as JSON: {exc}", kind="config") from None
 
 
 @dataclass(frozen=True)

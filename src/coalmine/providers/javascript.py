@@ -16,7 +16,9 @@ a numeric ``cost`` are kept. A call that throws fails with what was thrown and i
 error promptfoo writes); so does a response that is not an object.
 
 One Node.js process per agent runs the module (:mod:`coalmine.providers._node`), started at the
-first call and kept until ``aclose()``: calls run in it concurrently, as promptfoo runs them. A
+first call and kept until ``aclose()``: calls run in it concurrently, as promptfoo runs them. It
+runs in the folder ``options.config.basePath`` names (the promptfoo config's folder, from which
+promptfoo is run; by default the config file's folder), with coalmine's environment. A
 module that cannot be loaded (a missing file, an error at import, no constructor, a constructor
 that throws) fails every call of the agent with that error, where promptfoo would stop the
 whole eval. A call abandoned at its timeout is aborted through its ``abortSignal``; a process
@@ -34,7 +36,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from coalmine._util.locations import ProjectFile
 from coalmine.errors import FailureKind, ProviderError
 from coalmine.providers._node import NodeGone, NodeProcess
-from coalmine.providers._promptfoo import NO_OUTPUT, call_context, call_options, token_usage
+from coalmine.providers._promptfoo import (
+    NO_OUTPUT,
+    ConventionError,
+    call_arguments,
+    call_context,
+    call_options,
+    token_usage,
+)
 from coalmine.providers.base import AgentRequest, provider
 from coalmine.results import AgentOutput
 
@@ -88,6 +97,8 @@ class JavaScriptProvider:
         options = {"id": f"file://{settings.file}", **given, "env": given.get("env", {})}
         options["config"] = {**config, "basePath": config.get("basePath", ".")}
         self.options = call_options(options, base_dir)
+        # promptfoo is run from its config's folder, which it passes as basePath
+        self.cwd = Path(self.options["config"]["basePath"])
         self._process: NodeProcess | None = None
         self._broken: ProviderError | None = None
         self._starting = anyio.Lock()
@@ -95,7 +106,11 @@ class JavaScriptProvider:
     async def call(self, request: AgentRequest) -> AgentOutput:
         """Call the instance's ``callApi`` with the prompt and promptfoo's context."""
         process = await self._loaded()
-        message = {"op": "call", "prompt": request.prompt, "context": call_context(request.context)}
+        try:
+            prompt, _, context = call_arguments(request.prompt, {}, call_context(request.context))
+        except ConventionError as exc:
+            raise self._error(str(exc), kind=exc.kind) from None
+        message = {"op": "call", "prompt": prompt, "context": context}
         try:
             reply = await process.request(message)
         except NodeGone as exc:
@@ -123,10 +138,14 @@ class JavaScriptProvider:
             if self._process is not None:
                 await self._process.stop()
             self._process = None
+            try:
+                _, options, _ = call_arguments("", self.options, {})
+            except ConventionError as exc:
+                raise self._error(f"options: {exc}", kind=exc.kind) from None
             process = await self._start()
             try:
                 reply = await process.request(
-                    {"op": "load", "file": str(self.path), "options": self.options,
+                    {"op": "load", "file": str(self.path), "options": options,
                      "label": self.settings.label or ""}
                 )  # fmt: skip
             except NodeGone as exc:
@@ -144,8 +163,10 @@ class JavaScriptProvider:
             return process
 
     async def _start(self) -> NodeProcess:
+        if not self.cwd.is_dir():
+            raise self._error(f"options.config.basePath is no folder: {self.cwd}", kind="config")
         try:
-            return await NodeProcess.start(self.settings.node, WORKER, cwd=self.base_dir)
+            return await NodeProcess.start(self.settings.node, WORKER, cwd=self.cwd)
         except OSError as exc:
             cannot = f"cannot start {self.settings.node!r}: {exc.strerror or exc}"
             raise self._error(f"{INSTALL_HINT} ({cannot})", kind="config") from None

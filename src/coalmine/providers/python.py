@@ -108,7 +108,10 @@ class PythonProvider:
         args: tuple[Any, ...] = (request.prompt, request.context)
         if self.promptfoo:
             context = call_context(request.context)
-            args = tuple(call_arguments(request.prompt, self.options, context))
+            try:
+                args = tuple(call_arguments(request.prompt, self.options, context))
+            except ConventionError as exc:
+                raise self._error(str(exc), kind=exc.kind) from None
         elif not self._wants_context:
             args = (request.prompt,)
         try:
