@@ -278,6 +278,23 @@ def test_secret_looking_config_env_is_not_copied(tmp_path: Path) -> None:
     ]
 
 
+def test_a_providers_env_is_kept_in_its_suite_but_what_looks_like_a_secret(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "prompts: [hi]\nproviders:\n  - id: file://p.js\n    label: js\n"
+        "    env: {MODE: fast, SERVICE_TOKEN: t0k-value}\ntests: [{vars: {}}]\n"
+    )
+    found = plan(tmp_path, text)
+    (suite,) = found.suites
+    assert suite.meta["promptfoo"]["provider"]["env"] == {"MODE": "fast"}
+    assert "t0k-value" not in all_text(found)
+    assert (
+        "provider js: env: SERVICE_TOKEN not copied into the suites (they look like secrets)"
+        in (found.warnings)
+    )
+
+
 def test_unknown_and_unsupported_assertions_are_listed(tmp_path: Path) -> None:
     found = plan(tmp_path, RICH)
     assert len(found.unsupported_assertions) == 2

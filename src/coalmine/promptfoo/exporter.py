@@ -301,7 +301,7 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
     config["prompts"] = [shown]
     provider = source.provider
     entry: dict[str, Any] = {"id": _rebase_provider(provider.id, base, out_dir)}
-    for key in ("label", "config", "transform", "delay"):
+    for key in ("label", "config", "transform", "delay", "env"):
         value = getattr(provider, key)
         if value is not None:
             entry[key] = _rebase_all(value, base, out_dir)

@@ -13,8 +13,9 @@ agents to a coalmine.yaml's text, keeping what is there (comments included).
 
 The config is read without the process environment: a ``{{ env.NAME }}`` stays as written in
 the files, and is rendered when the suite runs, so no key is copied from the environment. Of
-the config's own ``env:``, names that look like secrets (``…KEY``, ``…TOKEN``, ``…SECRET``,
-``…PASSWORD``) are not copied either: they are listed, to be set in the environment.
+the config's own ``env:`` (and a provider's, kept in its suites for export), names that look
+like secrets (``…KEY``, ``…TOKEN``, ``…SECRET``, ``…PASSWORD``) are not copied into the suites
+either: they are listed, to be set in the environment.
 """
 
 from __future__ import annotations
@@ -141,6 +142,14 @@ def plan_import(
             f"{matrix.path}: env: {', '.join(held_back)} not copied into the suites (they look "
             "like secrets): set them in the environment"
         )
+    for ref in matrix.providers:
+        own = ref.options.get("env") if ref.options is not None else None
+        held = [str(k) for k in own if _SECRET.search(str(k))] if isinstance(own, Mapping) else []
+        if held:
+            warnings.append(
+                f"provider {ref.label or ref.id}: env: {', '.join(held)} not copied into the "
+                "suites (they look like secrets)"
+            )
     names = suite_names(matrix, name)
     delay = default_delay_ms(matrix.extras, {})
     timeout = timeout_ms(matrix.extras)
@@ -232,6 +241,9 @@ def _meta(
     own_delay = delay if provider.delay is None else float(provider.delay)
     if own_delay:
         shown_provider["delay"] = own_delay
+    own_env = ref.options.get("env") if ref.options is not None else None
+    if isinstance(own_env, Mapping) and own_env:
+        shown_provider["env"] = {k: v for k, v in own_env.items() if not _SECRET.search(str(k))}
     if provider.problem is not None:
         shown_provider["problem"] = provider.problem
     source: dict[str, Any] = {

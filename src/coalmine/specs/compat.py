@@ -50,6 +50,9 @@ class PromptfooProvider(BaseModel):
     """JavaScript applied to each output (text or ``file://``), run in Node.js."""
     delay: float | None = Field(None, ge=0)
     """Milliseconds waited after each answer."""
+    env: dict[str, Any] | None = None
+    """The provider's own ``env`` (given to a script in its options; names that look like
+    secrets are not copied)."""
     problem: str | None = None
     """Why no coalmine agent runs it (then the suite has no agent and its rows are ERRORs)."""
 
