@@ -56,6 +56,7 @@ class NodeProcess:
         self._read = anyio.Lock()
         self._write = anyio.Lock()
         self._gone: str | None = None
+        self._stopped = False
         self._next_id = 0
 
     @classmethod
@@ -113,7 +114,8 @@ class NodeProcess:
         except (ProcessLookupError, PermissionError):
             pass
         await self.process.wait()
-        if not self._stderr.closed:
+        if not self._stopped:
+            self._stopped = True
             agent_groups().ended(self.process.pid)
             await self.process.aclose()
             self._stderr.close()

@@ -193,12 +193,8 @@ class JavaScriptProvider:
             cost=float(cost) if isinstance(cost, int | float) else None,
         )
 
-    def _error(
-        self, message: str, *, stderr_tail: str | None = None, kind: FailureKind = "crash"
-    ) -> ProviderError:
-        return ProviderError(
-            message, agent=self.agent, provider="javascript", stderr_tail=stderr_tail, kind=kind
-        )
+    def _error(self, message: str, *, kind: FailureKind = "crash") -> ProviderError:
+        return ProviderError(message, agent=self.agent, provider="javascript", kind=kind)
 
 
 def _thrown(error: dict[str, Any]) -> str:
