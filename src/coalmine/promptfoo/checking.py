@@ -22,9 +22,10 @@ What promptfoo makes a row ERROR (``RowError`` here) and what it merely fails:
   a ``python`` assertion whose script raises or answers nonsense, inline JavaScript that throws.
 
 Values are coerced as promptfoo's handlers coerce them: a number for ``contains``/``equals``
-is its JavaScript text, list items of the ``contains-any`` family too, a YAML/JSON string for
-``is-json``/``contains-json`` is parsed as the schema, a numeric string for ``word-count`` is
-the number; ``equals`` without a value compares with ``undefined``.
+is its JavaScript text, list items of the ``contains-any`` family too, a numeric string for
+``word-count`` is the number; ``equals`` without a value compares with ``undefined``. The types
+:mod:`coalmine.promptfoo.handlers` grades (``levenshtein``, ``is-json``, ``is-xml`` …) get
+the rendered value as it is, as promptfoo's handlers do.
 """
 
 from __future__ import annotations
@@ -35,15 +36,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import yaml
 from pydantic import ValidationError
 
-from coalmine._source import safe_load
 from coalmine.errors import GradeError
 from coalmine.graders.base import GradeContext, JudgeFn
 from coalmine.graders.base import registry as graders
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import UNSUPPORTED, MappedAssertion, map_assertion
+from coalmine.promptfoo.handlers import HandlerCall, handle
 from coalmine.promptfoo.jsregex import python_pattern
 from coalmine.promptfoo.matrix.filerefs import load_file_ref
 from coalmine.promptfoo.matrix.sources import (
@@ -75,6 +75,7 @@ from coalmine.promptfoo.python_calls import (
     script_verdict,
 )
 from coalmine.promptfoo.scoring import AssertionOutcome, AssertSetOutcome
+from coalmine.promptfoo.verdicts import HandlerError
 
 __all__ = ["AssertionScope", "RowError", "grade_assertions", "output_text", "unsupported_js"]
 
@@ -217,7 +218,35 @@ async def grade_one(assertion: Assertion, scope: AssertionScope) -> AssertionOut
         return await _javascript(assertion, value, output, scope)
     if mapped.runtime == "python":
         return await _python(assertion, value, output, scope, from_script=from_script)
+    if mapped.runtime == "promptfoo":
+        return await _handled(assertion, value, output, scope)
     return await _grader(mapped, value, output, scope)
+
+
+async def _handled(
+    assertion: Assertion, value: Any, output: Any, scope: AssertionScope
+) -> AssertionOutcome:
+    call = HandlerCall(
+        assertion=assertion,
+        value=value,
+        output=output,
+        text=output_text(output),
+        provider_config=scope.provider.get("config"),
+        provider_response=scope.provider_response,
+        variables=scope.variables,
+        latency_ms=scope.latency_ms,
+        cost=scope.cost,
+        base_dir=scope.base_dir,
+        node=scope.node,
+        env=scope.env,
+    )
+    try:
+        result = await handle(call)
+    except HandlerError as exc:
+        raise RowError(exc.message) from None
+    return AssertionOutcome(
+        assertion, result.passed, result.score, result.reason, rendered_value=value
+    )
 
 
 def _unsupported(assertion: Assertion, mapped: MappedAssertion) -> str:
@@ -411,13 +440,6 @@ def coerce_value(base_type: str, value: Any) -> Any:
         return value
     if base_type in _CONTAINS_LIST and isinstance(value, list):
         return [v if isinstance(v, str) else js_string(v) for v in value]
-    if base_type in ("is-json", "contains-json") and isinstance(value, str):
-        if not value:
-            return None
-        try:
-            return safe_load(value)
-        except yaml.YAMLError as exc:
-            raise RowError(f"{base_type}: the schema is not YAML or JSON: {exc}") from None
     if base_type == "word-count" and isinstance(value, str):
         try:
             number = float(value)

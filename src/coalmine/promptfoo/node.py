@@ -57,7 +57,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -300,6 +300,23 @@ class NodeRuntime:
         """
         request = {"op": "transform", "code": code, "inputName": input_name}
         return await self._call(request, output, context, base_dir, timeout)
+
+    async def check(
+        self, check: Mapping[str, Any], *, base_dir: Path, package_dirs: Sequence[Path] = ()
+    ) -> dict[str, Any]:
+        """Run one of promptfoo's markup or SQL assertions (``node_checks.cjs``) in Node.js.
+
+        ``check`` is ``{baseType, inverse, renderedValue, outputString}``; the npm packages it
+        needs are looked for from ``base_dir``, then from each of ``package_dirs``.
+
+        Raises:
+            JsUnsupported: a package it needs is not installed (the message says what to run).
+            JsError: promptfoo's handler threw (the row is an ERROR).
+        """
+        dirs = [str(d) for d in package_dirs]
+        request = {"op": "check", "check": dict(check), "packageDirs": dirs}
+        answer: dict[str, Any] = await self._call(request, None, {}, base_dir, None)
+        return answer
 
     async def aclose(self) -> None:
         """End the worker (a later call starts a new one)."""

@@ -297,9 +297,21 @@
     return Number.isFinite(score) ? score : String(score); // NaN and ±Infinity are not JSON
   }
 
+  // promptfoo's markup and SQL assertions, on the npm packages promptfoo grades them with
+  let checks;
+  async function check(req) {
+    checks = checks || createRequire(path.resolve(process.argv[1]))("./node_checks.cjs");
+    try {
+      return { id: req.id, ok: true, result: await checks.runCheck(req.check, [req.baseDir, ...req.packageDirs]) };
+    } catch (err) {
+      return { id: req.id, ok: false, error: errorOf(err, err instanceof checks.MissingPackage ? "unsupported" : "error") };
+    }
+  }
+
   async function handle(req) {
     if (req.op === "ping") return { id: req.id, ok: true, result: process.version };
     if (process.cwd() !== req.baseDir) process.chdir(req.baseDir);
+    if (req.op === "check") return check(req);
     const shim = processShim(req.baseDir);
     const context = contextOf(req.context);
     try {
