@@ -72,6 +72,10 @@ class AgentOutput(BaseModel):
     )
     tool_calls: list[ToolCall] = Field(default=[], exclude_if=lambda v: not v)
     """The tool calls the agent made, in order (its trajectory)."""
+    finish_reason: str | None = _extra(
+        "Why the model stopped, when the provider says: `stop`, `length`, `tool_calls`, "
+        "`content_filter` … (OpenAI's names; other providers' are mapped onto them)."
+    )
 
 
 class Grade(BaseModel):

@@ -304,11 +304,27 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
         assert line is not None
         data = line.model_dump(by_alias=True, exclude_defaults=True, exclude={"id", "test_idx"})
         data.pop("tags", None)
+        if isinstance(data.get("assert"), list):
+            data["assert"] = [_defined(a) for a in data["assert"]]
         tests.append(_rebase_all(data, base, out_dir))
     config["tests"] = tests
     if suite.meta.timeout_seconds is not None:
         config["evaluateOptions"] = {"timeoutMs": round(suite.meta.timeout_seconds * 1000)}
     return exported
+
+
+def _defined(assertion: Any) -> Any:
+    """An assertion without the keys a CSV row left undefined.
+
+    They are stored as null, which promptfoo's schema refuses (a ``metric`` of null);
+    ``value: null`` means what it says and stays.
+    """
+    if not isinstance(assertion, dict):
+        return assertion
+    kept = {k: v for k, v in assertion.items() if v is not None or k == "value"}
+    if isinstance(kept.get("assert"), list):
+        kept["assert"] = [_defined(a) for a in kept["assert"]]
+    return kept
 
 
 def _rebase(path: str, base: Path, out_dir: Path) -> str:

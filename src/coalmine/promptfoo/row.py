@@ -188,10 +188,11 @@ async def _evaluate(
     started = tools.clock.monotonic()
     usage: dict[str, Any] | None = None
     cost: float | None = 0.0
+    stopped: str | None = None
     if fixed:
         output: Any = row.provider_output
     else:
-        output, usage, cost = await _call(row, agent, tools, rendered.text, rendered.vars)
+        output, usage, cost, stopped = await _call(row, agent, tools, rendered.text, rendered.vars)
     state.latency_ms = round((tools.clock.monotonic() - started) * 1000)
     if agent.delay_ms > 0:  # promptfoo waits after a fixed output too (it is never cached)
         await anyio.sleep(agent.delay_ms / 1000)
@@ -209,6 +210,8 @@ async def _evaluate(
     response: dict[str, Any] = {"output": output, "cached": False}
     if usage is not None:
         response["tokenUsage"] = usage
+    if stopped is not None:
+        response["finishReason"] = stopped
     if agent.transform:
         output = await _transform(agent.transform, output, row, tools, rendered.vars, "provider")
     transformed = output
@@ -254,8 +257,8 @@ async def _call(
     tools: RowTools,
     prompt: str,
     variables: Mapping[str, Any],
-) -> tuple[Any, dict[str, Any] | None, float | None]:
-    """The agent's answer (``None`` for promptfoo's "No output"), its tokens and its cost."""
+) -> tuple[Any, dict[str, Any] | None, float | None, str | None]:
+    """The agent's answer (``None`` for promptfoo's "No output"), tokens, cost, finish reason."""
     if agent.caller is None:
         raise RowError(f"unsupported: provider {agent.id!r}: {agent.problem or 'no agent'}")
     context = CallContext(row.name, agent.caller.agent.name, row.phase, vars=variables)
@@ -265,16 +268,17 @@ async def _call(
         )
     except ProviderError as exc:
         if exc.kind == "bad_output" and exc.reason == NO_OUTPUT:
-            return None, None, None
+            return None, None, None, None
         message = exc.reason
         if exc.stderr_tail:
             message += "\nstderr (tail):\n" + exc.stderr_tail[-1000:]
         raise RowError(message) from None
     output = called.output
     if agent.caller.agent.provider == "echo":
-        return output.text, _usage(output.usage), 0.0
+        return output.text, _usage(output.usage), 0.0, None
     used = agent_usage(output, agent.caller.agent, tools.pricing)
-    return output.text, _usage(output.usage), used.cost if used is not None else None
+    cost = used.cost if used is not None else None
+    return output.text, _usage(output.usage), cost, output.finish_reason
 
 
 _TOKENS = (

@@ -175,6 +175,8 @@ class Answer:
     usage: dict[str, int] | None
     cost: float | None = None
     """The ``cost`` the function reported, when it is a number."""
+    finish_reason: str | None = None
+    """The ``finishReason`` the function reported, as it is (promptfoo does not map it)."""
 
 
 def read_answer(result: Any, function: str) -> Answer:
@@ -206,7 +208,13 @@ def read_answer(result: Any, function: str) -> Answer:
     text = output if isinstance(output, str) else js_json(output)
     cost = data.get("cost")
     reported = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
-    return Answer(text=text, usage=_usage(data.get("tokenUsage")), cost=reported)
+    stopped = data.get("finishReason")
+    return Answer(
+        text=text,
+        usage=_usage(data.get("tokenUsage")),
+        cost=reported,
+        finish_reason=stopped if isinstance(stopped, str) else None,
+    )
 
 
 def _js_truthy(value: Any) -> bool:

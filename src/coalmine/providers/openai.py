@@ -26,7 +26,7 @@ from coalmine.errors import ProviderError
 from coalmine.providers._http import HttpClient, Site, check_response, json_body, new_client, send
 from coalmine.providers._tools import decode_arguments
 from coalmine.providers.agent_file import PersonaSettings, resolve_persona
-from coalmine.providers.base import AgentRequest, provider
+from coalmine.providers.base import AgentRequest, finish_reason, provider
 from coalmine.results import AgentOutput, ToolCall
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -129,6 +129,7 @@ class OpenAIProvider:
             message = payload["choices"][0]["message"]
             text = _message_text(message)
             tool_calls = _tool_calls(message.get("tool_calls"), warnings)
+            stopped = finish_reason(payload["choices"][0].get("finish_reason"))
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise site.error(
                 f"unexpected response from {self.url} ({type(exc).__name__}: {exc}): "
@@ -142,6 +143,7 @@ class OpenAIProvider:
             usage=_usage(usage),
             tool_calls=tool_calls,
             warnings=warnings,
+            finish_reason=stopped,
         )
 
     def cache_identity(self) -> dict[str, Any]:

@@ -127,7 +127,12 @@ class PythonProvider:
                 answer = read_answer(result, self.target.rpartition(":")[2])
             except ConventionError as exc:
                 raise self._error(str(exc), kind=exc.kind) from None
-            return AgentOutput(text=answer.text, usage=answer.usage, cost=answer.cost)
+            return AgentOutput(
+                text=answer.text,
+                usage=answer.usage,
+                cost=answer.cost,
+                finish_reason=answer.finish_reason,
+            )
         if isinstance(result, str):
             return AgentOutput(text=result)
         text, calls = self._read_result(result)
