@@ -309,6 +309,10 @@ def test_tools_tool_choice_and_response_format_are_sent_as_written(
     assert body["messages"] == [{"role": "user", "content": PROMPT}]
 
 
+def test_the_finish_reason_is_kept(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    assert call(make(tmp_path, openai_server)).finish_reason == "stop"
+
+
 def test_tool_choice_as_a_word(tmp_path: Path, openai_server: FakeOpenAI) -> None:
     call(make(tmp_path, openai_server, tools=TOOLS, tool_choice="required"))
     assert openai_server.requests[0].body["tool_choice"] == "required"

@@ -409,7 +409,8 @@ def levenshtein_distance(a: str, b: str) -> int:
 async def levenshtein(config: LevenshteinConfig, output: str, ctx: GradeContext) -> Grade:
     """The output is within ``threshold`` (default 5) edits of the value; scores 1 or 0.
 
-    promptfoo reads ``threshold: 0`` as 5 (``threshold || 5``); here 0 means equal.
+    The threshold is a whole number of edits here; promptfoo compares any number (a compat
+    suite gets promptfoo's verdict: :mod:`coalmine.promptfoo.handlers`).
     """
     config = value_or_expected(config, ctx, "levenshtein")
     assert config.value is not None  # value_or_expected sets it
