@@ -43,10 +43,25 @@ def grade(
     threshold: float | None = None,
     response: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
-    node: NodeRuntime | None = None,
 ) -> Verdict:
+    async def go() -> Verdict:
+        async with NodeRuntime() as runtime:  # closed: its worker's stderr file too
+            return await handle(_call_of(kind, value, output, threshold, response, config, runtime))
+
+    return anyio.run(go)
+
+
+def _call_of(
+    kind: str,
+    value: Any,
+    output: Any,
+    threshold: float | None,
+    response: dict[str, Any] | None,
+    config: dict[str, Any] | None,
+    node: NodeRuntime,
+) -> HandlerCall:
     assertion = Assertion(type=kind, value=value, threshold=threshold)
-    call = HandlerCall(
+    return HandlerCall(
         assertion=assertion,
         value=value,
         output=output,
@@ -57,14 +72,9 @@ def grade(
         latency_ms=12,
         cost=0.0,
         base_dir=Path.cwd(),
-        node=node or NodeRuntime(),
+        node=node,
         env={},
     )
-
-    async def go() -> Verdict:
-        return await handle(call)
-
-    return anyio.run(go)
 
 
 # --- the threshold family ------------------------------------------------------------------
