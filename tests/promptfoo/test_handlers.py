@@ -14,7 +14,6 @@ from typing import Any
 
 import anyio
 import pytest
-import yaml
 
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.handlers import HandlerCall, handle
@@ -27,12 +26,7 @@ from coalmine.promptfoo.json_compat import (
 from coalmine.promptfoo.markup import promptfoo_install
 from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.verdicts import HandlerError, Verdict
-from tests.promptfoo.test_export import export
-from tests.promptfoo.test_import import assert_same, import_and_run
-from tests.promptfoo.test_run import NEEDS_NODE, assert_same_rows, run, run_real_promptfoo
-
-PARITY = Path(__file__).parent / "fixtures" / "parity"
-FOLDERS = ["assert_types", "finish_reason", "thresholds", "json_family"]
+from tests.promptfoo.test_run import NEEDS_NODE
 
 
 def grade(
@@ -231,42 +225,7 @@ def test_a_missing_npm_package_is_an_error_that_says_what_to_install(
     monkeypatch.delenv("NODE_PATH", raising=False)
     promptfoo_install.cache_clear()
     try:
-        with pytest.raises(HandlerError, match="npm install node-sql-parser"):
+        with pytest.raises(HandlerError, match=r"npm install promptfoo@0\.121\.20"):
             grade("is-sql", None, "SELECT 1")
     finally:
         promptfoo_install.cache_clear()
-
-
-# --- live: promptfoo's rows, run directly, imported and exported back ----------------------
-
-
-@NEEDS_NODE
-@pytest.mark.slow
-@pytest.mark.parametrize("name", FOLDERS)
-def test_live_parity_folders_give_promptfoos_rows_three_ways(
-    name: str, promptfoo: str, tmp_path: Path
-) -> None:
-    config = PARITY / name / "promptfooconfig.yaml"
-    theirs = run_real_promptfoo(promptfoo, config, tmp_path, reuse=True)
-    expected = {(r["testIdx"], r["promptIdx"]): r for r in theirs["results"]["results"]}
-    assert_same_rows(run(config, config.parent), expected)
-    project = tmp_path / "project"
-    _, rows = import_and_run(config, project)
-    assert_same(rows, expected)
-    for suite in sorted((project / "harness" / "evals").glob("*.yaml")):
-        column = yaml.safe_load(suite.read_text(encoding="utf-8"))["promptfoo"]["prompt_idx"]
-        lines = [json.loads(x) for x in suite.with_suffix(".jsonl").read_text().splitlines()]
-        out = tmp_path / "exported" / suite.stem / "promptfooconfig.yaml"
-        code, output = export(project, suite.stem, out)
-        assert code == 0, output
-        (tmp_path / suite.stem).mkdir()
-        document = run_real_promptfoo(promptfoo, out, tmp_path / suite.stem)
-        rows = sorted(document["results"]["results"], key=lambda r: r["testIdx"])
-        for row, line in zip(rows, lines, strict=True):
-            want = expected[(line["testIdx"], column)]
-            where = (suite.stem, line["id"])
-            assert (row["success"], row["failureReason"]) == (
-                want["success"],
-                want["failureReason"],
-            ), where
-            assert math.isclose(row["score"], want["score"], abs_tol=1e-9), where

@@ -1,11 +1,11 @@
-"""promptfoo's markup and SQL assertions, run in Node.js on the packages promptfoo uses.
+"""promptfoo's markup and SQL assertions, graded by promptfoo itself in Node.js.
 
 ``is-xml`` and ``contains-xml`` (saxes, fast-xml-parser), ``is-html`` (parse5), ``is-sql`` and
 ``contains-sql`` (node-sql-parser): promptfoo's verdict comes from those packages' grammars,
-which no Python library reproduces, so coalmine runs promptfoo's own handlers
-(``node_checks.cjs``) on the same packages, found from the config's folder (its
-``node_modules``), then from promptfoo's install (the ``promptfoo`` on ``PATH``, or the one
-``COALMINE_PROMPTFOO`` names), then ``NODE_PATH``. Without them, or without Node.js, the row is
+which no Python library reproduces, so coalmine asks promptfoo's own ``runAssertion`` (its
+public API, ``node_checks.cjs``), from the promptfoo package found in the config's folder (its
+``node_modules``), then promptfoo's install (the ``promptfoo`` on ``PATH``, or the one
+``COALMINE_PROMPTFOO`` names), then ``NODE_PATH``. Without it, or without Node.js, the row is
 an ERROR that says what to install. The native graders of the same names are Python's
 (:mod:`coalmine.graders.markup`).
 """
