@@ -72,6 +72,11 @@ class AgentOutput(BaseModel):
     )
     tool_calls: list[ToolCall] = Field(default=[], exclude_if=lambda v: not v)
     """The tool calls the agent made, in order (its trajectory)."""
+    data: Any = _extra(
+        "The answer as a JSON value, when the agent gave more than text: the object a "
+        "promptfoo-convention function answered, the parsed reply to a JSON-schema request, a "
+        "message of tool calls. `text` then holds its JSON text, or the message's text."
+    )
 
 
 class Grade(BaseModel):

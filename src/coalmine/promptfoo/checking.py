@@ -432,6 +432,10 @@ async def _grader(
 ) -> AssertionOutcome:
     assertion, spec = mapped.assertion, mapped.grader
     assert spec is not None  # the mapping gives a grader with this runtime
+    if not isinstance(output, str):
+        found = _object_output(assertion)
+        if found is not None:
+            return found
     grader = graders.get(spec.type)
     if grader.needs_judge and scope.judge is None:
         raise RowError(f"{assertion.type} {NO_JUDGE}")
@@ -474,6 +478,26 @@ async def _grader(
     if not passed and not explained:
         reason = f"{assertion.type} failed"
     return AssertionOutcome(assertion, passed, grade.score, reason, rendered_value=value)
+
+
+def _object_output(assertion: Assertion) -> AssertionOutcome | None:
+    """What promptfoo's handlers that read the output itself (not its JSON) make of an object.
+
+    The others grade the output's ``JSON.stringify``, as :func:`output_text` gives it.
+    """
+    base = assertion.base_type
+    if base == "is-refusal":  # no text to refuse with: "assumed to be a refusal", score 0
+        passed = not assertion.negated
+        reason = "No value provided, assumed to be a refusal"
+        return AssertionOutcome(
+            assertion, passed, 0.0, reason if passed else "Expected output to not be a refusal"
+        )
+    if base == "context-faithfulness":
+        raise RowError(
+            "Error: Invariant failed: context-faithfulness assertion requires string output "
+            "from the provider"
+        )
+    return None
 
 
 def _inputs(variables: Mapping[str, Any]) -> dict[str, Any]:

@@ -271,10 +271,12 @@ async def _call(
             message += "\nstderr (tail):\n" + exc.stderr_tail[-1000:]
         raise RowError(message) from None
     output = called.output
+    # what promptfoo's provider would have answered: an object stays an object
+    answer = output.text if output.data is None else output.data
     if agent.caller.agent.provider == "echo":
-        return output.text, _usage(output.usage), 0.0
+        return answer, _usage(output.usage), 0.0
     used = agent_usage(output, agent.caller.agent, tools.pricing)
-    return output.text, _usage(output.usage), used.cost if used is not None else None
+    return answer, _usage(output.usage), used.cost if used is not None else None
 
 
 _TOKENS = (

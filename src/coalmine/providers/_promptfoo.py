@@ -175,6 +175,8 @@ class Answer:
     usage: dict[str, int] | None
     cost: float | None = None
     """The ``cost`` the function reported, when it is a number."""
+    data: Any = None
+    """The ``output`` when it is not a string (an object, a list, a number …), as it came."""
 
 
 def read_answer(result: Any, function: str) -> Answer:
@@ -182,9 +184,10 @@ def read_answer(result: Any, function: str) -> Answer:
 
     The result goes through JSON as promptfoo's worker sends it. A truthy ``error`` (in
     JavaScript's sense) fails the call with that text; a missing or null ``output`` is promptfoo's
-    "No output"; an ``output`` that is not a string becomes its JSON text. promptfoo marks the
-    "No output" row failed with ``failureReason`` 0 (not an error), while coalmine reports a
-    ``bad_output`` failure: the importer's runner decides how that row is scored.
+    "No output"; an ``output`` that is not a string is kept (``data``) beside its JSON text
+    (what coalmine's own graders read). promptfoo marks the "No output" row failed with
+    ``failureReason`` 0 (not an error), while coalmine reports a ``bad_output`` failure: the
+    importer's runner decides how that row is scored.
     """
     try:
         data = json.loads(json.dumps(result, ensure_ascii=False))
@@ -206,7 +209,12 @@ def read_answer(result: Any, function: str) -> Answer:
     text = output if isinstance(output, str) else js_json(output)
     cost = data.get("cost")
     reported = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
-    return Answer(text=text, usage=_usage(data.get("tokenUsage")), cost=reported)
+    return Answer(
+        text=text,
+        usage=_usage(data.get("tokenUsage")),
+        cost=reported,
+        data=None if isinstance(output, str) else output,
+    )
 
 
 def _js_truthy(value: Any) -> bool:
