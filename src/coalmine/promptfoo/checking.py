@@ -75,6 +75,8 @@ from coalmine.promptfoo.python_calls import (
     script_verdict,
 )
 from coalmine.promptfoo.scoring import AssertionOutcome, AssertSetOutcome
+from coalmine.promptfoo.script_results import numbers, script_components
+from coalmine.promptfoo.scripts import RowError, run_transform, unsupported_js
 
 __all__ = ["AssertionScope", "RowError", "grade_assertions", "output_text", "unsupported_js"]
 
@@ -106,14 +108,6 @@ _CONTAINS = frozenset({"contains", "icontains"})
 _CONTAINS_LIST = frozenset({"contains-any", "contains-all", "icontains-any", "icontains-all"})
 
 
-class RowError(Exception):
-    """Something promptfoo throws while it runs a row: the row is an ERROR with this message."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-
 @dataclass(frozen=True, kw_only=True)
 class AssertionScope:
     """Everything one row's assertions are graded with."""
@@ -143,13 +137,6 @@ def output_text(output: Any) -> str:
     if isinstance(output, str):
         return output
     return js_json_stringify(to_js(output)) or ""
-
-
-def unsupported_js(exc: JsError, what: str) -> str:
-    """The row error for JavaScript coalmine cannot run (no Node.js, a TypeScript file …)."""
-    if isinstance(exc, NodeUnavailable):
-        return f"unsupported: {what} needs Node.js: {exc.hint}"
-    return f"unsupported: {what}: {exc.message or exc}"
 
 
 async def grade_assertions(
@@ -236,22 +223,20 @@ class _Failed:
 
 
 async def _transform(code: Any, output: Any, scope: AssertionScope) -> Any:
-    if not isinstance(code, str):
-        raise RowError(f"an assertion's transform must be JavaScript text, not {code!r}")
     metadata = scope.provider_response.get("metadata")
     context = transform_context(
         variables=scope.variables,
         prompt={"label": scope.prompt},
         metadata=metadata if isinstance(metadata, Mapping) else None,
     )
-    try:
-        return await scope.node.transform(
-            code, output=output, context=context, base_dir=scope.base_dir
-        )
-    except (NodeUnavailable, JsUnsupported) as exc:
-        raise RowError(unsupported_js(exc, "an assertion's transform")) from None
-    except JsError as exc:
-        raise RowError(str(exc)) from None
+    return await run_transform(
+        code,
+        output,
+        context=context,
+        node=scope.node,
+        base_dir=scope.base_dir,
+        what="an assertion's transform",
+    )
 
 
 async def _value(assertion: Assertion, output: Any, scope: AssertionScope) -> tuple[Any, bool]:
@@ -352,23 +337,34 @@ async def _javascript(
         raise RowError(unsupported_js(exc, f"the {assertion.type!r} assertion")) from None
     except JsError as exc:
         raise RowError(str(exc)) from None
-    named = result.extra.get("namedScores")
-    metadata = result.extra.get("metadata")
+    return _scripted(assertion, result.passed, result.score, result.reason, result.extra, code)
+
+
+def _scripted(
+    assertion: Assertion,
+    passed: bool,
+    score: float,
+    reason: str,
+    extra: Mapping[str, Any],
+    rendered: Any,
+) -> AssertionOutcome:
+    """A script's verdict, with what else its GradingResult holds (its own components …)."""
+    metadata = extra.get("metadata")
     return AssertionOutcome(
         assertion,
-        result.passed,
-        result.score,
-        result.reason,
-        named_scores=_scores(named),
+        passed,
+        score,
+        reason,
+        named_scores=numbers(extra.get("namedScores")),
+        named_score_weights=numbers(extra.get("namedScoreWeights")),
+        components=script_components(extra.get("componentResults"), assertion),
+        extra={k: v for k, v in extra.items() if k not in _READ_KEYS},
         metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
-        rendered_value=code,
+        rendered_value=rendered,
     )
 
 
-def _scores(value: Any) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float)}
+_READ_KEYS = frozenset({"namedScores", "namedScoreWeights", "componentResults", "metadata"})
 
 
 async def _python(
@@ -389,13 +385,8 @@ async def _python(
     except PythonScriptError as exc:
         reason = f"Python code execution failed: {exc}"
         return AssertionOutcome(assertion, False, 0.0, reason, rendered_value=rendered)
-    return AssertionOutcome(
-        assertion,
-        verdict.passed,
-        verdict.score,
-        verdict.reason,
-        named_scores=verdict.named_scores,
-        rendered_value=rendered,
+    return _scripted(
+        assertion, verdict.passed, verdict.score, verdict.reason, verdict.extra, rendered
     )
 
 

@@ -75,6 +75,7 @@ __all__ = [
     "INSTALL_HINT",
     "JsAssertionResult",
     "JsError",
+    "JsLoadError",
     "JsTimeout",
     "JsUnsupported",
     "NodeRuntime",
@@ -110,6 +111,10 @@ class JsError(CoalmineError):
 
 class JsUnsupported(JsError):
     """The code uses something this runtime does not run (a TypeScript or Python file …)."""
+
+
+class JsLoadError(JsError):
+    """A file of the config's code did not load or does not export the function named."""
 
 
 class JsTimeout(JsError):
@@ -301,6 +306,27 @@ class NodeRuntime:
         request = {"op": "transform", "code": code, "inputName": input_name}
         return await self._call(request, output, context, base_dir, timeout)
 
+    async def call_function(
+        self,
+        reference: str,
+        *,
+        args: list[Any],
+        base_dir: Path,
+        timeout: float | None = None,
+    ) -> Any:
+        """Call the function ``file://path.js[:name]`` names with ``args``; await its answer.
+
+        The function is found as promptfoo's ``loadFunction`` finds it (an
+        ``assertScoringFunction``): the named export, else the module's function, its default
+        export or its ``func``.
+
+        Raises:
+            JsLoadError: the file did not load or does not export the function.
+            JsError: the function threw (or the call timed out).
+        """
+        request = {"op": "call", "code": reference, "args": args}
+        return await self._call(request, None, {}, base_dir, timeout)
+
     async def aclose(self) -> None:
         """End the worker (a later call starts a new one)."""
         async with self._lock:
@@ -347,7 +373,8 @@ class NodeRuntime:
         if reply.get("ok"):
             return reply.get("result")
         error = reply.get("error") or {}
-        kind = JsUnsupported if error.get("kind") == "unsupported" else JsError
+        kinds = {"unsupported": JsUnsupported, "load": JsLoadError}
+        kind = kinds.get(str(error.get("kind")), JsError)
         raise kind(
             str(error.get("message", "")), name=str(error.get("name", "")), stack=error.get("stack")
         )

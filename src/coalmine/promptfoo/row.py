@@ -24,6 +24,7 @@ provider that answers no output (``None``) gives promptfoo's ``No output`` failu
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,19 +39,27 @@ from coalmine.engine.costs import agent_usage
 from coalmine.errors import ProviderError
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
-from coalmine.promptfoo.checking import AssertionScope, RowError, grade_assertions, unsupported_js
+from coalmine.promptfoo.checking import AssertionScope, grade_assertions
+from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.matrix.filerefs import load_var_file
 from coalmine.promptfoo.matrix.sources import ReadError
-from coalmine.promptfoo.node import JsError, JsUnsupported, NodeRuntime, NodeUnavailable
+from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.node import transform_context as js_transform_context
 from coalmine.promptfoo.nunjucks import TemplateError, js_truthy, render_prompt
 from coalmine.promptfoo.scoring import (
     RowOutcome,
+    RowScore,
     empty_output_row,
     error_row,
     graded_row,
     score_row,
 )
+from coalmine.promptfoo.script_results import (
+    apply_scoring_result,
+    scoring_context,
+    scoring_failed,
+)
+from coalmine.promptfoo.scripts import RowError, ScriptFailed, run_scoring_function, run_transform
 from coalmine.providers.base import AgentRequest, CallContext
 
 __all__ = ["PromptfooRow", "RowAgent", "RowResult", "RowTools", "evaluate_row"]
@@ -79,6 +88,8 @@ class PromptfooRow:
     """A fixed output: the provider is not called (when it is JavaScript-truthy)."""
     test_case: Mapping[str, Any] = field(default_factory=dict)
     """The test as promptfoo holds it (``context.test`` of a ``javascript`` assertion)."""
+    scoring_function: Any = None
+    """The test's ``assertScoringFunction`` (``file://x.js[:name]`` or ``file://x.py[:name]``)."""
     base_dir: Path
     """The promptfoo config's folder: ``file://`` paths and JavaScript start here."""
     unsupported: str | None = None
@@ -148,6 +159,9 @@ class RowResult:
     """What the call cost: 0 for a fixed output and ``echo``, else by coalmine.yaml's prices."""
     called: bool = False
     """Whether a provider answered (False for a fixed output and for errors)."""
+    test_case: Mapping[str, Any] | None = None
+    """The test as promptfoo holds it once ``options.transformVars`` changed its vars
+    (``None``: the row's own ``test_case``)."""
 
 
 async def evaluate_row(row: PromptfooRow, agent: RowAgent, tools: RowTools) -> RowResult:
@@ -178,7 +192,10 @@ async def _evaluate(
 ) -> RowResult:
     if row.unsupported:
         raise RowError(f"unsupported: {row.unsupported}")
-    loaded = _load_vars(row)
+    transformed = await _transform_vars(row, tools)
+    test_case = row.test_case if transformed is None else transformed
+    state.vars = dict(row.vars if transformed is None else transformed["vars"])
+    loaded = _load_vars(state.vars, row.base_dir)
     try:
         rendered = render_prompt(row.template, loaded, env=tools.env)
     except TemplateError as exc:
@@ -203,23 +220,26 @@ async def _evaluate(
         token_usage=usage,
         cost=cost,
         called=not fixed,
+        test_case=transformed,
     )
     if output is None:
         return result
     response: dict[str, Any] = {"output": output, "cached": False}
     if usage is not None:
         response["tokenUsage"] = usage
+    # coalmine's agents return no response metadata, so no transform sees ``context.metadata``
+    context = js_transform_context(variables=rendered.vars, prompt=row.prompt)
     if agent.transform:
-        output = await _transform(agent.transform, output, row, tools, rendered.vars, "provider")
+        output = await _transform(agent.transform, output, row, tools, context, "provider")
     transformed = output
     test_transform = row.options.get("transform") or row.options.get("postprocess")
     if js_truthy(test_transform):
-        output = await _transform(test_transform, output, row, tools, rendered.vars, "test")
+        output = await _transform(test_transform, output, row, tools, context, "test")
     scope = AssertionScope(
         output=output,
         prompt=rendered.text,
         variables=rendered.vars,
-        test=row.test_case,
+        test=test_case,
         provider={"id": agent.id, "label": agent.label, "config": dict(agent.config or {})},
         provider_response={**response, "output": output, "providerTransformedOutput": transformed},
         latency_ms=state.latency_ms,
@@ -232,20 +252,63 @@ async def _evaluate(
     )
     outcomes = await grade_assertions(row.assertions, scope)
     grading = score_row(outcomes, threshold=row.threshold, variables=rendered.vars)
+    if row.scoring_function is not None and grading.has_assertions:
+        grading = await _score_with(row.scoring_function, grading, row, tools)
     return replace(result, outcome=graded_row(grading), output=output)
 
 
-def _load_vars(row: PromptfooRow) -> dict[str, Any]:
+async def _transform_vars(row: PromptfooRow, tools: RowTools) -> Mapping[str, Any] | None:
+    """The test once ``options.transformVars`` (its own, else ``defaultTest``'s) ran on its vars.
+
+    As in promptfoo's ``prepareTestVariables``: before the vars are loaded and rendered, with
+    ``{prompt: {}, uuid}`` as the context; what it answers is laid over the vars. ``None``
+    when the test has none.
+    """
+    code = row.options.get("transformVars")
+    if not js_truthy(code):
+        return None
+    context = {"prompt": {}, "uuid": str(uuid.uuid4())}
+    answer = await run_transform(
+        code,
+        dict(row.vars),
+        context=context,
+        node=tools.node,
+        base_dir=row.base_dir,
+        what="options.transformVars",
+        input_name="vars",
+    )
+    if isinstance(answer, list):  # JavaScript spreads an array as its indices
+        answer = {str(i): v for i, v in enumerate(answer)}
+    if not isinstance(answer, dict):
+        raise RowError("Error: Invariant failed: Transform function did not return a valid object")
+    return {**row.test_case, "vars": {**row.vars, **answer}}
+
+
+def _load_vars(variables: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
     """The vars with each ``file://`` value replaced by what promptfoo reads from the file."""
     loaded = {}
-    for name, value in row.vars.items():
+    for name, value in variables.items():
         if isinstance(value, str) and value.startswith("file://"):
             try:
-                value = load_var_file(value, base_dir=row.base_dir)
+                value = load_var_file(value, base_dir=base_dir)
             except ReadError as exc:
                 raise RowError(f"var {name!r} ({value}): {exc.message}") from None
         loaded[name] = value
     return loaded
+
+
+async def _score_with(
+    reference: Any, grading: RowScore, row: PromptfooRow, tools: RowTools
+) -> RowScore:
+    """The row's result as its ``assertScoringFunction`` makes it."""
+    context = scoring_context(row.threshold, grading_result(grading))
+    try:
+        answer = await run_scoring_function(
+            reference, grading.named_scores, context, node=tools.node, base_dir=row.base_dir
+        )
+    except ScriptFailed as exc:
+        return scoring_failed(grading, str(exc))
+    return apply_scoring_result(grading, answer)
 
 
 async def _call(
@@ -300,20 +363,11 @@ async def _transform(
     output: Any,
     row: PromptfooRow,
     tools: RowTools,
-    variables: Mapping[str, Any],
+    context: Mapping[str, Any],
     which: str,
 ) -> Any:
     """Apply the provider's or the test's transform (each with promptfoo's context)."""
     what = "the provider's transform" if which == "provider" else "the test's options.transform"
-    if not isinstance(code, str):
-        raise RowError(f"{what} must be JavaScript text, not {code!r}")
-    # coalmine's agents return no response metadata, so no transform sees ``context.metadata``
-    context = js_transform_context(variables=variables, prompt=row.prompt)
-    try:
-        return await tools.node.transform(
-            code, output=output, context=context, base_dir=row.base_dir
-        )
-    except (NodeUnavailable, JsUnsupported) as exc:
-        raise RowError(unsupported_js(exc, what)) from None
-    except JsError as exc:
-        raise RowError(str(exc)) from None
+    return await run_transform(
+        code, output, context=context, node=tools.node, base_dir=row.base_dir, what=what
+    )

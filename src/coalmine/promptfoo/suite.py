@@ -230,8 +230,8 @@ def _row(
             prompt_kind=source.prompt.kind,
             prompt_label=source.prompt.label,
             test_provider=line.provider,
-            scoring_function=line.assert_scoring_function,
         ),
+        scoring_function=line.assert_scoring_function,
         case_id=line.id,
         phase=suite,
         repeat=rep,
@@ -387,4 +387,6 @@ def _promptfoo_row(result: RowResult, row: PromptfooRow) -> dict[str, Any]:
         found["tokenUsage"] = dict(result.token_usage)
     if not isinstance(result.output, str | type(None)):
         found["output"] = result.output
+    if result.test_case is not None:  # options.transformVars changed the test's vars
+        found["testCase"] = dict(result.test_case)
     return found

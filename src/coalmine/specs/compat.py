@@ -94,7 +94,8 @@ class PromptfooCase(BaseModel):
     provider: Any = None
     """A provider of the test's own (not run by coalmine: the row is an ERROR saying so)."""
     assert_scoring_function: Any = Field(None, alias="assertScoringFunction")
-    """promptfoo's custom scoring function (not run: the row is an ERROR saying so)."""
+    """promptfoo's custom scoring function (``file://x.js[:name]`` or ``file://x.py[:name]``):
+    its answer replaces the row's result."""
     tags: list[str] = []
     """coalmine's tags, for ``eval run tag:NAME``."""
 
