@@ -282,3 +282,74 @@ def test_configs_that_run_code_keep_their_verdicts_through_import_and_export(
             assert (out.parent / ref).is_file(), ref  # rewritten for the exported folder
         back = {(r.row.test_idx, column): r.result.outcome for r in run(out, tmp_path).rows}
         assert verdicts(back) == {k: v for k, v in verdicts(direct).items() if k[1] == column}
+
+
+def imported_then_exported(config: Path, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """``config`` imported into a project and its (single) suite exported; the exported data."""
+    project = tmp_path / "project"
+    config = copied_into(config, project)
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code in (0, 1), output
+    suite = next((project / "harness" / "evals").glob("*.yaml")).stem
+    out = tmp_path / "exported" / "promptfooconfig.yaml"
+    code, output = export(project, suite, out)
+    assert code == 0, output
+    return project, yaml.safe_load(out.read_text(encoding="utf-8"))
+
+
+def test_a_defaulttest_goes_back_as_it_came_and_out_of_each_test(tmp_path: Path) -> None:
+    config = PARITY / "default_file" / "promptfooconfig.yaml"
+    _, exported = imported_then_exported(config, tmp_path)
+    assert exported["defaultTest"] == "file://../project/promptfoo/defaults.yaml"
+    first = exported["tests"][0]
+    # the defaults' greeting, assertions and prefix are the defaultTest's again, not the test's
+    assert first == {
+        "description": "Ada",
+        "vars": {"name": "Ada"},
+        "assert": [{"type": "contains", "value": "Ada"}],
+    }
+    overridden = exported["tests"][1]
+    assert overridden["vars"] == {"name": "Bob", "greeting": "Hi"}
+    assert exported["tests"][3]["options"] == {"prefix": "<< "}
+    original = {(r.row.test_idx, r.row.prompt_idx): r for r in run(config, tmp_path).rows}
+    again = run(tmp_path / "exported" / "promptfooconfig.yaml", tmp_path).rows
+    assert [(r.result.outcome.success, r.result.outcome.score) for r in again] == [
+        (original[(i, 0)].result.outcome.success, original[(i, 0)].result.outcome.score)
+        for i in range(len(again))
+    ]
+
+
+def test_csv_tests_export_no_null_metric(tmp_path: Path) -> None:
+    folder = tmp_path / "source"
+    folder.mkdir()
+    (folder / "promptfooconfig.yaml").write_text(
+        "prompts: ['{{ word }}']\nproviders: [echo]\ntests: file://tests.csv\n", encoding="utf-8"
+    )
+    (folder / "tests.csv").write_text("word,__expected\nhi,contains:hi\n", encoding="utf-8")
+    _, exported = imported_then_exported(folder / "promptfooconfig.yaml", tmp_path / "a")
+    # no __metric column: promptfoo's metric is undefined, and it rejects a null one
+    assert exported["tests"][0]["assert"] == [{"type": "contains", "value": "hi"}]
+    config = PARITY / "csv_defaults" / "promptfooconfig.yaml"
+    _, exported = imported_then_exported(config, tmp_path / "b")
+    metrics = [a.get("metric", "unset") for t in exported["tests"] for a in t.get("assert", [])]
+    assert None not in metrics
+    # the row with a __metric cell keeps it on both its assertions, in each of the two tones
+    assert metrics.count("byes") == 4
+
+
+def test_a_line_edited_after_import_is_exported_whole_without_the_defaulttest(
+    tmp_path: Path,
+) -> None:
+    project, _ = imported_then_exported(PARITY / "default_file" / "promptfooconfig.yaml", tmp_path)
+    lines_file = next((project / "harness" / "evals").glob("*.jsonl"))
+    lines = [json.loads(x) for x in lines_file.read_text(encoding="utf-8").splitlines()]
+    lines[0]["assert"] = [{"type": "contains", "value": "Ada"}]  # the defaults' taken out
+    lines_file.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    out = tmp_path / "again" / "promptfooconfig.yaml"
+    code, output = export(project, lines_file.stem, out)
+    assert code == 0, output
+    exported = yaml.safe_load(out.read_text(encoding="utf-8"))
+    # merging the defaultTest in again would add its assertions back to the edited line
+    assert "defaultTest" not in exported
+    assert exported["tests"][0]["assert"] == [{"type": "contains", "value": "Ada"}]
+    assert exported["tests"][1]["vars"] == {"greeting": "Hi", "name": "Bob"}

@@ -36,8 +36,10 @@ from typing import Any
 
 from coalmine._util.secrets import redact_data
 from coalmine.config import AgentConfig
+from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import DIRECT, JUDGED, WITH_THRESHOLD
 from coalmine.promptfoo.jsregex import javascript_pattern
+from coalmine.promptfoo.matrix.rules import prepare_test
 from coalmine.promptfoo.providers import exec_word, split_command
 from coalmine.specs.models import GraderSpec
 from coalmine.specs.suite import Suite, SuiteCase
@@ -304,11 +306,83 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
         assert line is not None
         data = line.model_dump(by_alias=True, exclude_defaults=True, exclude={"id", "test_idx"})
         data.pop("tags", None)
-        tests.append(_rebase_all(data, base, out_dir))
-    config["tests"] = tests
+        tests.append(data)
+    own = _without_default(tests, source.default_applied) if source.default_test else None
+    if own is not None:  # the defaultTest goes back as it came, and out of each test
+        config["defaultTest"] = _rebase_all(source.default_test, base, out_dir)
+        tests = own
+    config["tests"] = [_rebase_all(test, base, out_dir) for test in tests]
     if suite.meta.timeout_seconds is not None:
         config["evaluateOptions"] = {"timeoutMs": round(suite.meta.timeout_seconds * 1000)}
     return exported
+
+
+_MERGED = ("vars", "assert", "threshold", "options", "metadata", "provider",
+           "assertScoringFunction")  # fmt: skip
+"""The keys of a test promptfoo merges with its ``defaultTest`` (:func:`prepare_test`)."""
+
+
+def _without_default(
+    tests: Sequence[Mapping[str, Any]], applied: Mapping[str, Any] | None
+) -> list[dict[str, Any]] | None:
+    """Each test with what ``applied`` (the ``defaultTest``) gave it taken out again.
+
+    ``None`` when some test would not come back the same once promptfoo merged the
+    ``defaultTest`` in again: the tests are then exported whole, without a ``defaultTest``.
+    """
+    if applied is None:
+        return None
+    default = dict(applied)
+    try:
+        default_asserts = [
+            Assertion.model_validate(a).model_dump(by_alias=True, exclude_unset=True)
+            for a in default.get("assert") or []
+        ]
+    except ValueError:
+        return None
+    out = []
+    for test in tests:
+        own = _subtract(test, default, default_asserts)
+        merged = prepare_test(own, default)
+        if any(merged.get(k) != _merged_value(test, k) for k in _MERGED):
+            return None
+        out.append(own)
+    return out
+
+
+def _subtract(
+    test: Mapping[str, Any], default: Mapping[str, Any], default_asserts: list[dict[str, Any]]
+) -> dict[str, Any]:
+    own = dict(test)
+    for key in ("vars", "options", "metadata"):
+        theirs = default.get(key) or {}
+        kept = {k: v for k, v in (test.get(key) or {}).items() if k not in theirs or theirs[k] != v}
+        own.pop(key, None)
+        if kept:
+            own[key] = kept
+    asserts = list(test.get("assert") or [])
+    merged_options = {**(default.get("options") or {}), **(test.get("options") or {})}
+    if merged_options.get("disableDefaultAsserts") is not True:
+        n = len(default_asserts)
+        if asserts[:n] == default_asserts:
+            asserts = asserts[n:]
+    own.pop("assert", None)
+    if asserts:
+        own["assert"] = asserts
+    for key in ("threshold", "provider", "assertScoringFunction"):
+        if key in own and own[key] == default.get(key):
+            del own[key]
+    return own
+
+
+def _merged_value(test: Mapping[str, Any], key: str) -> Any:
+    """``test[key]`` as the merge gives it when the test has none (the line's defaults)."""
+    value = test.get(key)
+    if value is None and key in ("vars", "options", "metadata"):
+        return {}
+    if value is None and key == "assert":
+        return []
+    return value
 
 
 def _rebase(path: str, base: Path, out_dir: Path) -> str:

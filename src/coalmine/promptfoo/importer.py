@@ -243,6 +243,9 @@ def _meta(
     }
     if env:
         source["env"] = dict(env)
+    if matrix.declared_default is not None:
+        source["default_test"] = plain_data(matrix.declared_default)
+        source["default_applied"] = plain_data(dict(matrix.default_test))
     meta["promptfoo"] = source
     return meta
 

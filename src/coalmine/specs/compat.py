@@ -70,6 +70,11 @@ class PromptfooSuite(BaseModel):
     provider: PromptfooProvider
     env: dict[str, str] = {}
     """What ``{{ env.NAME }}`` reads besides the environment (the config's ``env:``)."""
+    default_test: Any = None
+    """The config's ``defaultTest`` as written (a mapping, or its ``file://`` path), for export:
+    the lines hold it merged, and an exported config gives it back as it came."""
+    default_applied: dict[str, Any] | None = None
+    """That ``defaultTest`` as promptfoo applied it to each line (export takes it out again)."""
 
 
 class PromptfooCase(BaseModel):

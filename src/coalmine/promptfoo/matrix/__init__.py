@@ -76,6 +76,8 @@ class Matrix:
     tests: tuple[MatrixTest, ...]
     default_test: Mapping[str, Any]
     """The ``defaultTest`` applied (raw)."""
+    declared_default: Any = None
+    """The config's ``defaultTest`` as written (a mapping or a ``file://`` path; ``None``)."""
     extras: Mapping[str, Any]
     """The config's other keys, for the caller: ``evaluateOptions``, ``env``, ``outputPath``,
     ``tags``, ``metadata``, ``derivedMetrics`` and ``nunjucksFilters`` (kept, not applied) …"""
@@ -142,6 +144,7 @@ def _load_matrix(path: Path, environ: Mapping[str, str] | None) -> Matrix:
         columns=tuple(Column(i, pv, pr) for i, (pv, pr) in enumerate(columns)),
         tests=tuple(tests),
         default_test=default,
+        declared_default=data.get("defaultTest"),
         extras=kept,
         warnings=tuple(str(w) for w in problems.warnings),
     )

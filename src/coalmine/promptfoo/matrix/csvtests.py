@@ -241,7 +241,8 @@ def csv_row_to_test(
             problems.error(f"column {key!r}: {exc}", path=path, line=line)
             return None
     for i, assertion in enumerate(asserts):
-        assertion["metric"] = metric
+        if "metric" in extra:  # without the column promptfoo's metric is undefined: no key
+            assertion["metric"] = metric
         if i in thresholds:
             assertion["threshold"] = metadata["threshold"] = thresholds[i]
     test: dict[str, Any] = {"vars": test_vars, "assert": asserts, "options": options}

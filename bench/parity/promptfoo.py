@@ -1,0 +1,240 @@
+"""Run promptfoo configs in promptfoo and in coalmine, three ways; count the rows that agree.
+
+Run: .venv/bin/python bench/parity/promptfoo.py [--promptfoo EXE] [--verbose] [--json] [DIR ...]
+
+Each DIR holds a ``promptfooconfig.yaml`` (default: every folder under
+``tests/promptfoo/fixtures/parity/``). The folder is copied into a fresh project and:
+
+- promptfoo (0.121.20; ``--promptfoo`` or ``COALMINE_PROMPTFOO``) runs the config: the rows
+  everything else is compared with;
+- **direct**: ``coalmine eval run --promptfoo CONFIG --format promptfoo -o out.json``;
+- **imported**: ``coalmine import promptfoo CONFIG --out PROJECT``, then
+  ``coalmine eval run --root PROJECT --format promptfoo -o out.json``;
+- **exported**: each imported suite goes back through ``coalmine export promptfoo``, promptfoo
+  runs the exported config, and its rows must be the original's rows for that column.
+
+A row agrees when ``success``, ``failureReason``, ``score``, the named scores and the pass of
+each component result are promptfoo's. Everything runs through the CLIs, as a user runs them.
+Prints a table (rows agreeing of rows promptfoo gave, per way) and the totals; ``--verbose``
+shows each row that differs and any command's error; ``--json`` prints the counts instead.
+Exits 1 unless every row agrees in every way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PARITY = ROOT / "tests" / "promptfoo" / "fixtures" / "parity"
+CONFIG = "promptfooconfig.yaml"
+WAYS = ("direct", "imported", "exported")
+
+Rows = dict[tuple[int, int], dict[str, Any]]
+
+
+@dataclass
+class Outcome:
+    """One config's counts: rows promptfoo gave, and rows agreeing per way."""
+
+    name: str
+    rows: int = 0
+    agree: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WAYS, 0))
+    notes: list[str] = field(default_factory=list)
+
+
+def promptfoo_env(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PROMPTFOO_DISABLE_TELEMETRY": "1",
+        "PROMPTFOO_DISABLE_UPDATE": "1",
+        "PROMPTFOO_CONFIG_DIR": str(home),
+    }
+
+
+def run_promptfoo(executable: str, config: Path, out: Path) -> tuple[Rows | None, str]:
+    """promptfoo's rows for ``config`` (by testIdx, promptIdx), or None and its error."""
+    command = [executable, "eval", "-c", config.name, "-o", str(out)]
+    command += ["--no-cache", "--no-table", "--no-write", "--no-progress-bar"]
+    env = promptfoo_env(out.parent / "promptfoo-home")
+    done = subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True)
+    if not out.exists():
+        return None, f"promptfoo exited {done.returncode}: {done.stderr.strip()[-800:]}"
+    return by_place(json.loads(out.read_text(encoding="utf-8"))), ""
+
+
+def coalmine(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "coalmine", *args]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def coalmine_rows(done: subprocess.CompletedProcess[str], out: Path) -> tuple[Rows | None, str]:
+    if done.returncode not in (0, 1) or not out.exists():
+        return None, f"coalmine exited {done.returncode}: {(done.stdout + done.stderr)[-800:]}"
+    return by_place(json.loads(out.read_text(encoding="utf-8"))), ""
+
+
+def by_place(document: dict[str, Any]) -> Rows:
+    return {(r["testIdx"], r["promptIdx"]): r for r in document["results"]["results"]}
+
+
+def verdict(row: dict[str, Any]) -> dict[str, Any]:
+    """What must agree of a row."""
+    grading = row.get("gradingResult") or {}
+    return {
+        "success": row.get("success"),
+        "failureReason": row.get("failureReason"),
+        "score": row.get("score"),
+        "namedScores": row.get("namedScores") or {},
+        "components": [c.get("pass") for c in grading.get("componentResults") or []],
+    }
+
+
+def same(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    a, b = verdict(ours), verdict(theirs)
+    if (a["success"], a["failureReason"], a["components"]) != (
+        b["success"],
+        b["failureReason"],
+        b["components"],
+    ):
+        return False
+    if not _close(a["score"], b["score"]):
+        return False
+    named_a, named_b = a["namedScores"], b["namedScores"]
+    return named_a.keys() == named_b.keys() and all(_close(named_a[k], named_b[k]) for k in named_a)
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(a, b, abs_tol=1e-9)
+    return bool(a == b)
+
+
+def count(name: str, ours: Rows | None, error: str, theirs: Rows, outcome: Outcome) -> None:
+    """Add the rows of ``ours`` that agree with ``theirs`` to way ``name``."""
+    if ours is None:
+        outcome.notes.append(f"{name}: {error}")
+        return
+    for place, row in theirs.items():
+        mine = ours.get(place)
+        if mine is not None and same(mine, row):
+            outcome.agree[name] += 1
+        else:
+            got = verdict(mine) if mine is not None else "no row"
+            outcome.notes.append(f"{name} {place}: promptfoo {verdict(row)}, coalmine {got}")
+    for place in sorted(set(ours) - set(theirs)):
+        outcome.notes.append(f"{name} {place}: a row promptfoo does not have")
+
+
+def compare(folder: Path, executable: str, work: Path) -> Outcome:
+    outcome = Outcome(folder.name)
+    project = work / "project"
+    shutil.copytree(folder, project / "promptfoo")
+    config = project / "promptfoo" / CONFIG
+    theirs, error = run_promptfoo(executable, config, work / "promptfoo.json")
+    if theirs is None:
+        outcome.notes.append(error)
+        return outcome
+    outcome.rows = len(theirs)
+
+    out = work / "direct.json"
+    done = coalmine("eval", "run", "--promptfoo", str(config), "--format", "promptfoo",
+                    "-o", str(out), "--display", "plain", cwd=config.parent)  # fmt: skip
+    count("direct", *coalmine_rows(done, out), theirs, outcome)
+
+    done = coalmine("import", "promptfoo", str(config), "--out", str(project), cwd=project)
+    if done.returncode not in (0, 1):
+        outcome.notes.append(f"import exited {done.returncode}: {done.stdout + done.stderr}")
+        return outcome
+    out = work / "imported.json"
+    done = coalmine("eval", "run", "--root", str(project), "--format", "promptfoo",
+                    "-o", str(out), "--display", "plain", cwd=project)  # fmt: skip
+    count("imported", *coalmine_rows(done, out), theirs, outcome)
+
+    for suite in sorted((project / "harness" / "evals").glob("*.yaml")):
+        exported_rows(suite, project, executable, work, theirs, outcome)
+    return outcome
+
+
+def exported_rows(
+    suite: Path, project: Path, executable: str, work: Path, theirs: Rows, outcome: Outcome
+) -> None:
+    """Export one imported suite, run it in promptfoo, count its rows against the original's."""
+    column = yaml.safe_load(suite.read_text(encoding="utf-8"))["promptfoo"]["prompt_idx"]
+    lines = [json.loads(x) for x in suite.with_suffix(".jsonl").read_text().splitlines()]
+    folder = work / "exported" / suite.stem
+    done = coalmine("export", "promptfoo", suite.stem, "--root", str(project),
+                    "--out", str(folder / CONFIG), cwd=project)  # fmt: skip
+    if done.returncode not in (0, 1) or not (folder / CONFIG).exists():
+        outcome.notes.append(f"export {suite.stem} exited {done.returncode}: {done.stdout}")
+        return
+    rows, error = run_promptfoo(executable, folder / CONFIG, folder / "out.json")
+    wanted = {(line["testIdx"], column): theirs[(line["testIdx"], column)] for line in lines}
+    if rows is None:
+        count("exported", None, error, wanted, outcome)
+        return
+    # the exported config has one column; its tests are the suite's lines, in order
+    ours = {(lines[t]["testIdx"], column): row for (t, _), row in rows.items() if t < len(lines)}
+    count("exported", ours, "", wanted, outcome)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="*", type=Path)
+    parser.add_argument("--promptfoo", default=os.environ.get("COALMINE_PROMPTFOO"))
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if not args.promptfoo:
+        parser.error("give --promptfoo EXE or set COALMINE_PROMPTFOO (promptfoo 0.121.20)")
+    folders = args.folders or sorted(p.parent for p in PARITY.glob(f"*/{CONFIG}"))
+    missing = [str(f) for f in folders if not (f / CONFIG).is_file()]
+    if missing:
+        parser.error(f"no {CONFIG} in: {', '.join(missing)}")
+    outcomes = []
+    for folder in folders:
+        with tempfile.TemporaryDirectory() as tmp:
+            outcomes.append(compare(folder.resolve(), args.promptfoo, Path(tmp)))
+    if args.json:
+        print(json.dumps([vars(o) for o in outcomes], indent=2))
+    else:
+        report(outcomes, verbose=args.verbose)
+    agreed = all(o.rows and all(o.agree[w] == o.rows for w in WAYS) for o in outcomes)
+    return 0 if agreed and not any(o.notes for o in outcomes) else 1
+
+
+def report(outcomes: list[Outcome], *, verbose: bool) -> None:
+    width = max([len(o.name) for o in outcomes] + [6])
+    print(f"{'config':<{width}}  {'rows':>5}  " + "  ".join(f"{w:>9}" for w in WAYS))
+    for o in outcomes:
+        cells = "  ".join(f"{o.agree[w]:>9}" for w in WAYS)
+        print(f"{o.name:<{width}}  {o.rows:>5}  {cells}")
+        if verbose:
+            for note in o.notes:
+                print(f"    {note}")
+        elif o.notes and not o.rows:
+            print(f"    {o.notes[0]}")
+    rows = sum(o.rows for o in outcomes)
+    totals = "  ".join(f"{sum(o.agree[w] for o in outcomes):>9}" for w in WAYS)
+    print(f"{'total':<{width}}  {rows:>5}  {totals}")
+    whole = {w: sum(1 for o in outcomes if o.rows and o.agree[w] == o.rows) for w in WAYS}
+    print(
+        f"configs agreeing on every row, of {len(outcomes)}: "
+        + ", ".join(f"{w} {n}" for w, n in whole.items())
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""promptfoo 0.121.20 and coalmine agree on every row of the parity configs, three ways.
+
+Each folder of ``tests/promptfoo/fixtures/parity/`` is a promptfoo config written to exercise
+one behaviour broadly (object outputs, transforms, generated tests, assertion types …). The
+harness ``bench/parity/promptfoo.py`` runs it in real promptfoo and in coalmine through the
+CLIs: directly (``eval run --promptfoo``), imported (``import promptfoo`` + ``eval run``) and
+exported back (``export promptfoo`` of each imported suite, run by promptfoo). Every row must
+agree in every way: success, failureReason, score, named scores, each component's pass.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+HARNESS = HERE.parents[1] / "bench" / "parity" / "promptfoo.py"
+FOLDERS = sorted(p.parent for p in (HERE / "fixtures" / "parity").glob("*/promptfooconfig.yaml"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
+def test_promptfoo_and_coalmine_agree_on_every_row(folder: Path, promptfoo: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(HARNESS), "--json", "--promptfoo", promptfoo, str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout, done.stderr
+    (outcome,) = json.loads(done.stdout)
+    assert outcome["rows"] > 0, outcome["notes"]
+    assert outcome["notes"] == []
+    assert outcome["agree"] == dict.fromkeys(("direct", "imported", "exported"), outcome["rows"])
+    assert done.returncode == 0
