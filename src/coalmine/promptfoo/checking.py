@@ -1,11 +1,12 @@
 """Grade one row's promptfoo assertions, as promptfoo 0.121.20's ``runAssertion`` grades them.
 
 Each assertion goes through the same steps as in promptfoo: its own ``transform`` (JavaScript,
-on the output), its ``value`` rendered with the row's vars (a ``file://`` value loaded, or run
-for a Python file), then its grader. Which grader is :mod:`coalmine.promptfoo.assertions`'
-mapping: a coalmine grader from the registry (the rendered value in its config, validated by
-the grader's config model), Node.js for ``javascript``, a Python process for ``python``, the
-project's judge for the judge graders. An ``assert-set`` grades its children the same way.
+or a Python file, on the output: :mod:`coalmine.promptfoo.scripts`), its ``value`` rendered
+with the row's vars (a ``file://`` value loaded, or run for a Python file), then its grader.
+Which grader is :mod:`coalmine.promptfoo.assertions`' mapping: a coalmine grader from the
+registry (the rendered value in its config, validated by the grader's config model), Node.js
+for ``javascript``, a Python process for ``python``, the project's judge for the judge graders.
+An ``assert-set`` grades its children the same way.
 
 What promptfoo makes a row ERROR (``RowError`` here) and what it merely fails:
 

@@ -38,6 +38,9 @@ What the code sees and what its answer means is promptfoo's (``src/assertions/ja
   as ``(output, context, process)`` (``vars`` instead of ``output`` for ``transformVars``).
   It raises ``JsError`` when it throws (``Transform failed (<label>): …``), does not compile,
   or returns ``null``/``undefined`` (``Transform function did not return a value``).
+* A function a config names (an ``assertScoringFunction``, ``file://x.js[:name]``) is found
+  as promptfoo's ``loadFunction`` finds it and called with the arguments given; one that does
+  not load or is not exported raises ``JsLoadError``, one that throws ``JsError``.
 
 Inline assertion code reaches this module already rendered with the test's vars (promptfoo
 renders it with Nunjucks first; ``file://`` values are not rendered).
@@ -45,7 +48,8 @@ renders it with Nunjucks first; ``file://`` values are not rendered).
 Where this differs from promptfoo: ``process.mainModule.require`` resolves from the config's
 folder (promptfoo's from its own install, so its bundled packages are not there); what the
 code prints goes to a temporary file, shown only when the worker dies; TypeScript and
-Python/Ruby files, and a transform that returns a function, raise ``JsUnsupported``.
+Python/Ruby files (Python ones run in Python instead: :mod:`coalmine.promptfoo.scripts`), and a
+transform that returns a function, raise ``JsUnsupported``.
 """
 
 from __future__ import annotations

@@ -5,21 +5,23 @@ is, however it was produced: a promptfoo config read by :mod:`coalmine.promptfoo
 an imported suite's line), a :class:`RowAgent` (who answers) and :class:`RowTools` (what a run
 shares: Node.js, the judge, the environment), and returns promptfoo's verdict for the row.
 
-The steps are promptfoo's ``runEval``: the ``file://`` vars are loaded and the prompt rendered
-(Nunjucks); the output is the test's ``providerOutput`` when it has one, else the agent's
-answer, after which the provider's ``delay`` is waited; the provider's ``transform`` and then
-the test's ``options.transform`` (or ``postprocess``) run in Node.js; the assertions are graded
-(:mod:`coalmine.promptfoo.checking`) and the row scored by
-:mod:`coalmine.promptfoo.scoring`.
+The steps are promptfoo's ``runEval``: the test's ``options.transformVars`` changes its vars;
+the ``file://`` vars are loaded and the prompt rendered (Nunjucks); the output is the test's
+``providerOutput`` when it has one, else the agent's answer (an object stays an object), after
+which the provider's ``delay`` is waited; the provider's ``transform`` and then the test's
+``options.transform`` (or ``postprocess``) run (:mod:`coalmine.promptfoo.scripts`: JavaScript
+in Node.js, Python files in Python); the assertions are graded
+(:mod:`coalmine.promptfoo.checking`), the row scored by :mod:`coalmine.promptfoo.scoring` and,
+with an ``assertScoringFunction``, by that function
+(:mod:`coalmine.promptfoo.script_results`).
 
 A row is an ERROR (``failureReason`` 2, score 0) when promptfoo's would be: the prompt does not
 render, the provider fails (coalmine's providers raise both for an ``error`` promptfoo's
 provider returns and for one it throws), a transform throws or returns nothing, an assertion
 is invalid or unknown. It is also an ERROR, saying ``unsupported`` and why, where coalmine
 cannot do what promptfoo would: a provider with no coalmine agent, a prompt function, a test
-that names its own provider or an ``assertScoringFunction``, JavaScript without Node.js. A
-provider that answers no output (``None``) gives promptfoo's ``No output`` failure, whose
-``failureReason`` stays 0.
+that names its own provider, JavaScript without Node.js. A provider that answers no output
+(``None``) gives promptfoo's ``No output`` failure, whose ``failureReason`` stays 0.
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ class RowAgent:
     problem: str | None = None
     """Why no coalmine agent runs this provider (then ``caller`` is ``None``)."""
     transform: Any = None
-    """The provider's ``transform`` (JavaScript text or ``file://``)."""
+    """The provider's ``transform`` (JavaScript text, or ``file://`` JavaScript or Python)."""
     delay_ms: float = 0.0
     """Waited after each row's answer (promptfoo's ``delay``)."""
     config: Mapping[str, Any] | None = None
@@ -192,9 +194,9 @@ async def _evaluate(
 ) -> RowResult:
     if row.unsupported:
         raise RowError(f"unsupported: {row.unsupported}")
-    transformed = await _transform_vars(row, tools)
-    test_case = row.test_case if transformed is None else transformed
-    state.vars = dict(row.vars if transformed is None else transformed["vars"])
+    prepared = await _transform_vars(row, tools)
+    test_case = row.test_case if prepared is None else prepared
+    state.vars = dict(row.vars if prepared is None else prepared["vars"])
     loaded = _load_vars(state.vars, row.base_dir)
     try:
         rendered = render_prompt(row.template, loaded, env=tools.env)
@@ -220,7 +222,7 @@ async def _evaluate(
         token_usage=usage,
         cost=cost,
         called=not fixed,
-        test_case=transformed,
+        test_case=prepared,
     )
     if output is None:
         return result

@@ -47,7 +47,8 @@ class PromptfooProvider(BaseModel):
     label: str | None = None
     config: dict[str, Any] | None = None
     transform: Any = None
-    """JavaScript applied to each output (text or ``file://``), run in Node.js."""
+    """Code applied to each output: JavaScript (text or ``file://``, run in Node.js) or a
+    ``file://`` Python file."""
     delay: float | None = Field(None, ge=0)
     """Milliseconds waited after each answer."""
     problem: str | None = None
