@@ -26,7 +26,6 @@ in any suite.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -43,6 +42,7 @@ from coalmine.evals.compat import CompatRunner, compat_kind
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
+from coalmine.promptfoo.checking import output_text
 from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.matrix.prepared import as_test_case, unsupported_reason
 from coalmine.promptfoo.matrix.sources import reading_inside
@@ -355,14 +355,8 @@ def _grades(components: tuple[ComponentResult, ...]) -> dict[str, dict[str, Any]
 
 
 def _text(output: Any) -> str | None:
-    if output is None:
-        return None
-    if isinstance(output, str):
-        return output
-    try:
-        return json.dumps(output, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(output)
+    """The output as the string graders read it (an object's ``JSON.stringify``)."""
+    return None if output is None else output_text(output)
 
 
 def _promptfoo_row(result: RowResult, row: PromptfooRow) -> dict[str, Any]:
