@@ -255,3 +255,17 @@ def test_a_javascript_scoring_function_that_does_not_load_is_an_error(
 def test_a_row_without_assertions_is_not_scored(tmp_path: Path) -> None:
     outcome = scoring_row(tmp_path, "file://scoring.js:throws", assertions=()).outcome
     assert (outcome.success, outcome.grading.reason) == (True, "No assertions")
+
+
+def test_python_code_needs_no_node(tmp_path: Path) -> None:
+    row = fixed(
+        {"type": "equals", "value": "HELLO ADA", "transform": "file://t.py"},
+        vars={"full": "Ada"},
+        options={"transformVars": "file://t.py:later"},
+        scoring_function="file://scoring.py:lenient",
+        base_dir=scripted(tmp_path),
+    )
+    (tmp_path / "scoring.py").write_text(SCORING_PY, encoding="utf-8")
+    result = evaluate(row, node={"node": "no-such-node-binary"})
+    assert (result.outcome.success, result.outcome.grading.reason) == (True, "lenient")
+    assert result.test_case["vars"]["first"] == "async Ada"
