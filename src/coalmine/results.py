@@ -76,6 +76,11 @@ class AgentOutput(BaseModel):
         "Why the model stopped, when the provider says: `stop`, `length`, `tool_calls`, "
         "`content_filter` … (OpenAI's names; other providers' are mapped onto them)."
     )
+    data: Any = _extra(
+        "The answer as a JSON value, when the agent gave more than text: the object a "
+        "promptfoo-convention function answered, the parsed reply to a JSON-schema request, a "
+        "message of tool calls. `text` then holds its JSON text, or the message's text."
+    )
 
 
 class Grade(BaseModel):

@@ -177,6 +177,8 @@ class Answer:
     """The ``cost`` the function reported, when it is a number."""
     finish_reason: str | None = None
     """The ``finishReason`` the function reported, as it is (promptfoo does not map it)."""
+    data: Any = None
+    """The ``output`` when it is not a string (an object, a list, a number …), as it came."""
 
 
 def read_answer(result: Any, function: str) -> Answer:
@@ -184,9 +186,10 @@ def read_answer(result: Any, function: str) -> Answer:
 
     The result goes through JSON as promptfoo's worker sends it. A truthy ``error`` (in
     JavaScript's sense) fails the call with that text; a missing or null ``output`` is promptfoo's
-    "No output"; an ``output`` that is not a string becomes its JSON text. promptfoo marks the
-    "No output" row failed with ``failureReason`` 0 (not an error), while coalmine reports a
-    ``bad_output`` failure: the importer's runner decides how that row is scored.
+    "No output"; an ``output`` that is not a string is kept (``data``) beside its JSON text
+    (what coalmine's own graders read). promptfoo marks the "No output" row failed with
+    ``failureReason`` 0 (not an error), while coalmine reports a ``bad_output`` failure: the
+    importer's runner decides how that row is scored.
     """
     try:
         data = json.loads(json.dumps(result, ensure_ascii=False))
@@ -214,6 +217,7 @@ def read_answer(result: Any, function: str) -> Answer:
         usage=_usage(data.get("tokenUsage")),
         cost=reported,
         finish_reason=stopped if isinstance(stopped, str) else None,
+        data=None if isinstance(output, str) else output,
     )
 
 
