@@ -199,6 +199,8 @@ def main() -> int:
     args = parser.parse_args()
     if not args.promptfoo:
         parser.error("give --promptfoo EXE or set COALMINE_PROMPTFOO (promptfoo 0.121.20)")
+    # coalmine grades promptfoo's markup and SQL assertions on promptfoo's own npm packages
+    os.environ["COALMINE_PROMPTFOO"] = args.promptfoo
     folders = args.folders or sorted(p.parent for p in PARITY.glob(f"*/{CONFIG}"))
     missing = [str(f) for f in folders if not (f / CONFIG).is_file()]
     if missing:

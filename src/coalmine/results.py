@@ -72,9 +72,14 @@ class AgentOutput(BaseModel):
     )
     tool_calls: list[ToolCall] = Field(default=[], exclude_if=lambda v: not v)
     """The tool calls the agent made, in order (its trajectory)."""
-    value: Any = _extra(
-        "The answer as a JSON value, when a promptfoo-convention agent's `output` is not a "
-        "string (`text` is then its JSON)."
+    finish_reason: str | None = _extra(
+        "Why the model stopped, when the provider says: `stop`, `length`, `tool_calls`, "
+        "`content_filter` … (OpenAI's names; other providers' are mapped onto them)."
+    )
+    data: Any = _extra(
+        "The answer as a JSON value, when the agent gave more than text: the object a "
+        "promptfoo-convention function answered, the parsed reply to a JSON-schema request, a "
+        "message of tool calls. `text` then holds its JSON text, or the message's text."
     )
 
 

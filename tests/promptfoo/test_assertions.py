@@ -6,7 +6,8 @@ import pytest
 
 from coalmine.graders.base import registry
 from coalmine.promptfoo.assertion import Assertion
-from coalmine.promptfoo.assertions import DIRECT, JUDGED, UNSUPPORTED, map_assertion
+from coalmine.promptfoo.assertions import DIRECT, HANDLED, JUDGED, UNSUPPORTED, map_assertion
+from coalmine.promptfoo.handlers import HANDLERS
 
 
 def test_every_direct_type_and_its_not_form_is_a_registered_grader() -> None:
@@ -33,7 +34,8 @@ def test_direct_types_keep_value_threshold_and_weight(
     raw: dict[str, object], grader_type: str, config: dict[str, object]
 ) -> None:
     mapped = map_assertion(Assertion.model_validate(raw))
-    assert mapped.runtime == "grader" and mapped.grader is not None
+    handled = grader_type.removeprefix("not-") in HANDLED
+    assert mapped.runtime == ("promptfoo" if handled else "grader") and mapped.grader is not None
     assert (mapped.grader.type, mapped.grader.config) == (grader_type, config)
     assert mapped.grader.weight == raw.get("weight", 1.0)
     grader = registry.get(grader_type)
@@ -58,3 +60,14 @@ def test_runtimes_and_unsupported_types() -> None:
         "not-llm-rubric: coalmine has no not- form of llm-rubric"
     )
     assert map_assertion(Assertion(type="made-up")).problem == "made-up: unknown type"
+
+
+def test_handled_types_go_to_promptfoos_handlers_whatever_their_threshold() -> None:
+    assert frozenset(HANDLERS) == HANDLED
+    # a CSV ``levenshtein:x`` gets promptfoo's default 0.75, which the native config refuses
+    mapped = map_assertion(Assertion(type="levenshtein", value="kittens", threshold=0.75))
+    assert mapped.runtime == "promptfoo"
+    for name in ("gleu", "is-xml", "not-contains-xml", "is-html", "contains-html", "is-sql",
+                 "not-is-sql", "contains-sql", "finish-reason", "is-valid-openai-tools-call",
+                 "not-is-valid-openai-tools-call"):  # fmt: skip
+        assert map_assertion(Assertion(type=name, value="x")).runtime == "promptfoo", name

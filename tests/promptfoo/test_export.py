@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +276,61 @@ def test_a_secret_of_the_agent_is_never_written_into_the_exported_config(
 
 
 PARITY = PROMPTFOO / "parity"
+
+
+def verdicts(rows: dict[tuple[int, int], Any]) -> dict[tuple[int, int], tuple[Any, ...]]:
+    return {
+        key: (
+            r.success,
+            int(r.failure_reason),
+            round(r.score, 9),
+            r.named_scores,
+            r.grading and [c.passed for c in r.grading.component_results],
+        )
+        for key, r in rows.items()
+    }
+
+
+@NEEDS_NODE
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", ["transforms", "scoring_functions", "components", "object_outputs"]
+)
+def test_configs_that_run_code_keep_their_verdicts_through_import_and_export(
+    name: str, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    config = copied_into(PARITY / name / "promptfooconfig.yaml", project)
+    direct = {
+        (r.row.test_idx, r.row.prompt_idx): r.result.outcome for r in run(config, project).rows
+    }
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code == 0, output  # nothing listed as unsupported
+    code, output = run_main("eval", "run", "--root", str(project), "--display", "plain")
+    assert code == 1, output
+    store = Store.open(project / ".coalmine" / "coalmine.db")
+    try:
+        run_id = store.list_runs(kind="eval", limit=1)[0].id
+        stored = {}
+        for suite in sorted((project / "harness" / "evals").glob("*.yaml")):
+            for attempt in iter_attempts(store, run_id, suite.stem):
+                row = attempt.record["promptfoo"]
+                stored[(row["testIdx"], row["promptIdx"])] = (
+                    row["success"], row["failureReason"], round(row["score"], 9), row["namedScores"],
+                    components(row) if "gradingResult" in row else None,
+                )  # fmt: skip
+    finally:
+        store.close()
+    assert stored == verdicts(direct)
+    for suite in sorted((project / "harness" / "evals").glob("*.yaml")):
+        column = yaml.safe_load(suite.read_text(encoding="utf-8"))["promptfoo"]["prompt_idx"]
+        out = tmp_path / "exported" / suite.stem / "promptfooconfig.yaml"
+        code, output = export(project, suite.stem, out)
+        assert code == 0, output
+        for ref in re.findall(r"file://([^\s'\":]+)", out.read_text(encoding="utf-8")):
+            assert (out.parent / ref).is_file(), ref  # rewritten for the exported folder
+        back = {(r.row.test_idx, column): r.result.outcome for r in run(out, tmp_path).rows}
+        assert verdicts(back) == {k: v for k, v in verdicts(direct).items() if k[1] == column}
 
 
 def imported_then_exported(config: Path, tmp_path: Path) -> tuple[Path, dict[str, Any]]:

@@ -424,3 +424,32 @@ def test_rows_that_cannot_run_are_counted_by_reason(tmp_path: Path) -> None:
         "unsupported: a test with its own 'provider' (coalmine runs the config's providers) "
         "(1 row; they will be ERRORs)",
     )
+
+
+def test_code_coalmine_runs_is_not_listed_as_rows_that_cannot_run(tmp_path: Path) -> None:
+    for name in ("t.py", "score.py"):
+        (tmp_path / name).write_text("def get_transform(v, c):\n    return v\n")
+    (tmp_path / "score.js").write_text("module.exports = () => ({})\n")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ x }}']\n"
+        "providers: [{id: echo, transform: 'file://t.py'}]\n"
+        "defaultTest:\n"
+        "  assertScoringFunction: file://score.js\n"
+        "  options: {transformVars: 'file://t.py:get_transform'}\n"
+        "tests:\n"
+        "  - vars: {x: a}\n"
+        "    options: {transform: 'file://t.py'}\n"
+        "    assert: [{type: contains, value: a, transform: 'file://t.py'}]\n"
+        "  - vars: {x: b}\n"
+        "    assertScoringFunction: file://score.py:func\n"
+        "    options: {transformVars: '({...vars, y: 1})'}\n",
+        encoding="utf-8",
+    )
+    found = plan_import(config, out_dir=tmp_path / "proj")
+    assert (found.unsupported_rows, found.unsupported_assertions, found.warnings) == ((), (), ())
+    first, second = found.suites[0].lines
+    assert first["assertScoringFunction"] == "file://score.js"
+    assert first["options"]["transformVars"] == "file://t.py:get_transform"
+    assert second["assertScoringFunction"] == "file://score.py:func"
+    assert second["options"]["transformVars"] == "({...vars, y: 1})"

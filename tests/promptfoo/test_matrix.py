@@ -319,14 +319,39 @@ def test_repeat_counts(value: object, count: int) -> None:
     assert repeat_count(value) == count
 
 
-def test_transform_vars_is_reported_once_where_it_is_written(tmp_path: Path) -> None:
+def test_transform_vars_is_noted_only_where_list_vars_expand(tmp_path: Path) -> None:
     matrix = _matrix(
         tmp_path,
-        CONFIG + "defaultTest:\n  options: {transformVars: '({x: [1, 2]})'}\n"
-        "tests:\n  - vars: {x: 1}\n  - vars: {x: 2}\n",
+        CONFIG + "defaultTest:\n  options: {transformVars: '({y: vars.x})'}\n"
+        "tests:\n  - vars: {x: 1}\n  - vars: {x: [a, b]}\n  - vars: {x: [c, d]}\n"
+        "    options: {disableVarExpansion: true}\n",
     )
 
+    assert len(matrix.tests) == 4
     assert matrix.warnings == (
-        f"{tmp_path / 'promptfooconfig.yaml'}:3: options.transformVars runs JavaScript before "
-        "promptfoo expands list vars: the vars here are expanded untransformed",
+        f"{tmp_path / 'promptfooconfig.yaml'}:7: options.transformVars: promptfoo runs it once "
+        "on the test's vars before it expands list vars (it sees each list whole); coalmine runs "
+        "it on each expanded test's vars",
     )
+
+
+def test_a_scoring_function_promptfoo_cannot_load_is_refused_at_its_line(tmp_path: Path) -> None:
+    text = CONFIG + (
+        "defaultTest: {assertScoringFunction: 'file://score.js:fn'}\n"
+        "tests:\n"
+        "  - vars: {x: 1}\n"
+        "  - {vars: {x: 2}, assertScoringFunction: score.js}\n"
+        "  - {vars: {x: 3}, assertScoringFunction: file://score.txt}\n"
+        "  - {vars: {x: 4}, assertScoringFunction: file://missing.js}\n"
+        "  - {vars: {x: 5}, assertScoringFunction: file://missing.py:fn}\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        _matrix(tmp_path, text, {"score.js": "module.exports.fn = () => ({})"})
+    config = tmp_path / "promptfooconfig.yaml"
+    assert [line.strip() for line in str(caught.value).splitlines()[1:]] == [
+        f"{config}:6: assertScoringFunction 'score.js': URL must start with file://",
+        f"{config}:7: assertScoringFunction 'file://score.txt': File must be a JavaScript (.js, "
+        ".cjs, .mjs, .ts, .cts, .mts) or Python (.py) file",
+        f"{config}:8: assertScoringFunction 'file://missing.js': no such file: "
+        f"{tmp_path / 'missing.js'}",
+    ]

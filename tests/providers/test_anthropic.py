@@ -334,6 +334,18 @@ def test_an_answer_cut_at_max_tokens_warns(tmp_path: Path, anthropic_server: Fak
     assert output.warnings == ["the answer was cut at max_tokens"]
 
 
+@pytest.mark.parametrize(
+    ("stop_reason", "finish_reason"),
+    [("end_turn", "stop"), ("max_tokens", "length"), ("tool_use", "tool_calls"),
+     ("refusal", "content_filter"), ("pause_turn", "pause_turn"), ("Odd_One", "odd_one")],
+)  # fmt: skip
+def test_the_stop_reason_is_kept_in_openais_names(
+    tmp_path: Path, anthropic_server: FakeAnthropic, stop_reason: str, finish_reason: str
+) -> None:
+    anthropic_server.enqueue(Reply(text="x", stop_reason=stop_reason))
+    assert call(make(tmp_path, anthropic_server)).finish_reason == finish_reason
+
+
 # Failures
 
 

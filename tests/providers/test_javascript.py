@@ -38,7 +38,8 @@ class Provider {
     const mode = context.vars.mode;
     if (mode === "object") {
       return { output: { said: prompt, n: 1.5, ok: true, list: [1, "two", null] },
-               tokenUsage: { total: 9, prompt: 4, completion: 5, numRequests: 1 }, cost: 0.25 };
+               tokenUsage: { total: 9, prompt: 4, completion: 5, numRequests: 1 }, cost: 0.25,
+               finishReason: "length" };
     }
     if (mode === "error") return { error: "bad input: " + context.vars.name, output: "ignored" };
     if (mode === "error-object") return { error: { code: 7 } };
@@ -108,7 +109,7 @@ def test_a_class_is_constructed_with_the_options_and_called_with_promptfoos_cont
     req = AgentRequest("Hi Ü ✓", CallContext("c", "js", vars={"name": "Ü"}, promptfoo=extra))
     first, second = call(provider, req, request())
     seen = json.loads(first.text)
-    assert first.value is None  # a string output is the text
+    assert first.data is None  # a string output is the text
     assert seen["prompt"] == "Hi Ü ✓"
     assert seen["options"] == {
         "id": "file://provider.js",
@@ -153,14 +154,16 @@ def test_the_process_runs_in_the_folder_the_base_path_names(tmp_path: Path) -> N
     )
 
 
-def test_an_object_output_is_kept_as_a_value_with_its_tokens_and_cost(tmp_path: Path) -> None:
+def test_an_object_output_is_kept_as_data_with_its_tokens_cost_and_finish_reason(
+    tmp_path: Path,
+) -> None:
     (output,) = call(make(tmp_path), request("hi", mode="object"))
-    assert output.value == {"said": "hi", "n": 1.5, "ok": True, "list": [1, "two", None]}
+    assert output.data == {"said": "hi", "n": 1.5, "ok": True, "list": [1, "two", None]}
     assert output.text == '{"said":"hi","n":1.5,"ok":true,"list":[1,"two",null]}'
     assert output.usage == {"total_tokens": 9, "prompt_tokens": 4, "completion_tokens": 5}
-    assert output.cost == 0.25
+    assert (output.cost, output.finish_reason) == (0.25, "length")
     (zero,) = call(make(tmp_path), request(mode="zero"))
-    assert (zero.text, zero.value) == ("0", 0)
+    assert (zero.text, zero.data) == ("0", 0)
 
 
 @pytest.mark.parametrize(

@@ -309,6 +309,10 @@ def test_tools_tool_choice_and_response_format_are_sent_as_written(
     assert body["messages"] == [{"role": "user", "content": PROMPT}]
 
 
+def test_the_finish_reason_is_kept(tmp_path: Path, openai_server: FakeOpenAI) -> None:
+    assert call(make(tmp_path, openai_server)).finish_reason == "stop"
+
+
 def test_tool_choice_as_a_word(tmp_path: Path, openai_server: FakeOpenAI) -> None:
     call(make(tmp_path, openai_server, tools=TOOLS, tool_choice="required"))
     assert openai_server.requests[0].body["tool_choice"] == "required"
@@ -452,6 +456,36 @@ def test_tool_calls_survive_the_output_round_trip(
     openai_server.enqueue(Reply(text=None, tool_calls=[tool_call("read_file", '{"path": "é"}')]))
     output = call(make(tmp_path, openai_server))
     assert AgentOutput.model_validate_json(output.model_dump_json()) == output
+
+
+def test_a_json_schema_reply_is_kept_parsed_as_the_answers_data(
+    tmp_path: Path, openai_server: FakeOpenAI
+) -> None:
+    openai_server.enqueue('{"severity": "high", "lines": [3, 4]}', "not json", "NaN")
+    provider = make(tmp_path, openai_server, response_format=SCHEMA_FORMAT)
+    parsed = call(provider)
+    assert parsed.text == '{"severity": "high", "lines": [3, 4]}'
+    assert parsed.data == {"severity": "high", "lines": [3, 4]}
+    assert AgentOutput.model_validate_json(parsed.model_dump_json()) == parsed
+    assert call(provider).data is None  # a reply that does not parse stays the text
+    assert call(provider).data is None  # NaN is not JSON for JSON.parse
+    openai_server.enqueue('{"a": 1}')
+    assert call(make(tmp_path, openai_server, response_format={"type": "json_object"})).data is None
+
+
+def test_a_reply_of_tool_calls_is_kept_as_the_answers_data(
+    tmp_path: Path, openai_server: FakeOpenAI
+) -> None:
+    calls = [tool_call("read_file", '{"path": "a.py"}', id="c1")]
+    openai_server.enqueue(Reply(text=None, tool_calls=calls), Reply(text="", tool_calls=calls))
+    openai_server.enqueue(Reply(text="Looking.", tool_calls=calls), "plain")
+    provider = make(tmp_path, openai_server, tools=TOOLS)
+    assert call(provider).data == calls  # no text: the calls themselves
+    assert call(provider).data == calls
+    beside = call(provider)  # text beside calls: the whole message
+    assert beside.data == {"role": "assistant", "content": "Looking.", "tool_calls": calls}
+    assert beside.text == "Looking."
+    assert call(provider).data is None
 
 
 def test_cache_identity_follows_tools_and_formats(tmp_path: Path) -> None:

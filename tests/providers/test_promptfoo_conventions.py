@@ -121,12 +121,12 @@ def test_answers(result: Any, text: str, usage: dict[str, int] | None) -> None:
 
 
 @pytest.mark.parametrize(
-    ("output", "value"),
+    ("output", "data"),
     [("hi", None), ({"a": [1, None]}, {"a": [1, None]}), (0, 0), (False, False), ([], [])],
 )
-def test_an_output_that_is_not_a_string_is_kept_as_its_value(output: Any, value: Any) -> None:
+def test_an_output_that_is_not_a_string_is_kept_as_its_data(output: Any, data: Any) -> None:
     answer = read_answer({"output": output}, "call_api")
-    assert answer.value == value and type(answer.value) is type(value)
+    assert answer.data == data and type(answer.data) is type(data)
 
 
 @pytest.mark.parametrize(

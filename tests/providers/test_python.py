@@ -395,8 +395,11 @@ PROMPTFOO_PROVIDER = """
     def nothing(prompt, options, context):
         return {"output": None}
 
-    def structured(prompt, options, context):
-        return {"output": {"said": prompt, "n": [1.5, None]}, "cost": 0.5}
+    def shaped(prompt, options, context):
+        return {"output": {"reply": prompt, "n": 1.0, "tags": ["x"], "none": None}}
+
+    def listed(prompt, options, context):
+        return {"output": [prompt, 2]}
     """
 
 
@@ -462,15 +465,20 @@ def test_promptfoo_convention_named_functions_and_failures(tmp_path: Path) -> No
     assert (lost.kind, lost.reason) == ("config", f"no Python file {tmp_path / 'nowhere.py'}")
     missing = fail(agent("absent"))
     assert missing.kind == "config" and "Function 'absent' not found" in missing.reason
-    assert "call_api, fails, nothing, raises, structured" in missing.reason
+    assert "call_api, fails, listed, nothing, raises, shaped" in missing.reason
 
 
 @pytest.mark.usefixtures("clean_path")
-def test_promptfoo_convention_keeps_an_object_output_as_its_value(tmp_path: Path) -> None:
-    output = call(promptfoo_agent(tmp_path, tmp_path, "structured"), "hi")
-    assert output.value == {"said": "hi", "n": [1.5, None]}
-    assert (output.text, output.cost) == ('{"said":"hi","n":[1.5,null]}', 0.5)
-    assert call(promptfoo_agent(tmp_path, tmp_path), "hi").value is None  # a string is the text
+def test_promptfoo_convention_keeps_an_object_output_beside_its_json(tmp_path: Path) -> None:
+    shaped = call(promptfoo_agent(tmp_path, tmp_path, "shaped"), "hé")
+    assert shaped.data == {"reply": "hé", "n": 1.0, "tags": ["x"], "none": None}
+    assert shaped.text == '{"reply":"hé","n":1,"tags":["x"],"none":null}'  # JSON.stringify's
+    listed = call(promptfoo_agent(tmp_path, tmp_path, "listed"), "p")
+    assert (listed.data, listed.text) == (["p", 2], '["p",2]')
+    assert AgentOutput.model_validate_json(shaped.model_dump_json()) == shaped
+    text = call(promptfoo_agent(tmp_path, tmp_path, "Agent.answer"), "hi")
+    assert (text.text, text.data) == ("class:hi", None)
+    assert "data" not in text.model_dump()
 
 
 @pytest.mark.usefixtures("clean_path")

@@ -206,8 +206,8 @@ def test_two_stores_on_one_file_share_the_cache(tmp_path: Path) -> None:
         second.close()
 
 
-def test_a_structured_answer_comes_back_with_its_value(cache: ResponseCache) -> None:
-    answer = AgentOutput(text='{"a":[1,null]}', value={"a": [1, None]}, cost=0.5)
+def test_a_structured_answer_comes_back_with_its_data(cache: ResponseCache) -> None:
+    answer = AgentOutput(text='{"a":[1,null]}', data={"a": [1, None]}, cost=0.5)
     cache.put(KEY, answer)
     back = cache.get(KEY).output
-    assert back == answer and back is not None and back.value == {"a": [1, None]}
+    assert back == answer and back is not None and back.data == {"a": [1, None]}

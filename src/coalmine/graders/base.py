@@ -86,6 +86,7 @@ registry: Registry[GraderType] = Registry(
         "coalmine.graders.overlap",
         "coalmine.graders.structured",
         "coalmine.graders.text",
+        "coalmine.graders.markup",
         "coalmine.graders.retrieval",
         "coalmine.graders.tools",
         "coalmine.graders.rubric",

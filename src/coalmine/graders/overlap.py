@@ -1,4 +1,4 @@
-"""Overlap with a reference text: ``rouge-n`` and ``bleu``, named and meant as promptfoo's.
+"""Overlap with a reference: ``rouge-n``, ``bleu`` and ``gleu``, named and meant as promptfoo's.
 
 Each is also ``not-<name>``. Where promptfoo's behaviour is a trap, coalmine differs:
 
@@ -13,6 +13,11 @@ Each is also ``not-<name>``. Where promptfoo's behaviour is a trap, coalmine dif
   an order the output is too short to have dropped, the weights shared by the others; a zero
   precision smoothed to 1e-7. Older promptfoo inverted the penalty (``exp(1 - c/r)``, a bonus
   up to e for a short output, scores above 1): not kept. An empty output scores 0.
+- ``gleu`` is Google-BLEU exactly as promptfoo computes it: lower-cased whitespace tokens, each
+  stripped of trailing dots; the 1- to 4-grams of output and reference counted together, the
+  clipped matches over each side's total giving precision and recall, the score their minimum
+  (1 when the token lists are equal), the best reference taken. An empty output scores 0 here
+  (promptfoo throws).
 
 In an eval suite, either grader left without a ``value`` takes the case's ``expected`` as its
 reference, checked by the same rules when the case is graded (a bad or missing one is a config
@@ -29,10 +34,12 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coalmine.graders.base import CaseInputs, GradeContext, NotNull, grader, value_or_expected
+from coalmine.graders.text import JS_SPACE
 from coalmine.results import Grade
 
 ROUGE_THRESHOLD = 0.75
 BLEU_THRESHOLD = 0.5
+GLEU_THRESHOLD = 0.5
 BLEU_SMOOTHING = 1e-7
 _CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 _CONTRACTIONS = tuple(
@@ -44,6 +51,7 @@ _CONTRACTIONS = tuple(
     )
 )  # fmt: skip
 # A sentence ends at . ? or ! before a capital or a digit (js-rouge also knows abbreviations).
+_TRAILING_DOTS = re.compile(r"\.+$")
 _SENTENCE_END = re.compile(r"(?<=[.?!]) (?=[\"'(\[]*[A-Z0-9])")
 Text = Annotated[str, Field(pattern=r"\S")]
 
@@ -176,3 +184,51 @@ async def bleu(config: BleuConfig, output: str, ctx: GradeContext) -> Grade:
     score = bleu_score(output, references)
     passed = score >= config.threshold
     return OverlapGrade(score=score, passed=passed, metric="BLEU", threshold=config.threshold)
+
+
+def _gleu_words(text: str) -> list[str]:
+    stripped = JS_SPACE.sub(" ", text.lower()).strip(" ")
+    return [_TRAILING_DOTS.sub("", word) for word in stripped.split(" ")]
+
+
+def gleu_score(candidate: str, references: list[str]) -> float:
+    """Google-BLEU of ``candidate`` against ``references``, computed as promptfoo does."""
+    words = _gleu_words(candidate)
+    best = 0.0
+    for reference in references:
+        ref = _gleu_words(reference)
+        if ref == words:
+            return 1.0
+        matches = total_candidate = total_reference = 0
+        for n in range(1, 5):
+            cand, refs = _ngrams(words, n), _ngrams(ref, n)
+            matches += sum((cand & refs).values())
+            total_candidate += sum(cand.values())
+            total_reference += sum(refs.values())
+        if total_candidate and total_reference:
+            best = max(best, min(matches / total_candidate, matches / total_reference))
+    return best
+
+
+class GleuConfig(BaseModel):
+    """Config of ``gleu``."""
+
+    model_config = _CONFIG
+
+    case_inputs: ClassVar[CaseInputs] = {"expected": ("value",)}
+
+    value: Annotated[Text | Annotated[list[Text], Field(min_length=1)] | None, NotNull] = None
+    """The reference text, or a list of references. Left out: the case's ``expected``."""
+    threshold: float = Field(GLEU_THRESHOLD, ge=0, le=1)
+    """The score at which it passes."""
+
+
+@grader("gleu", config=GleuConfig, threshold=GLEU_THRESHOLD, negatable=True)
+async def gleu(config: GleuConfig, output: str, ctx: GradeContext) -> Grade:
+    """Score the output's Google-BLEU against the reference(s)."""
+    value = value_or_expected(config, ctx, "gleu").value
+    references = [value] if isinstance(value, str) else value
+    assert references is not None  # value_or_expected sets it
+    score = gleu_score(output, references) if output.strip() else 0.0
+    passed = score >= config.threshold
+    return OverlapGrade(score=score, passed=passed, metric="GLEU", threshold=config.threshold)

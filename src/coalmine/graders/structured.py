@@ -11,6 +11,7 @@ is a trap, coalmine differs:
 - ``contains-json`` finds arrays as well as objects (promptfoo only looks at ``{``), so
   ``[{"id": 1}]`` counts; so does a citation like ``[1]``: give a schema (``type: object``)
   when that matters. Only outermost values are tried; any one fitting the schema passes.
+  (A ``compat: promptfoo`` suite gets promptfoo's verdict: :mod:`coalmine.promptfoo.json_compat`.)
 - ``latency`` (``threshold`` in ms) and ``cost`` (in currency units) are skipped, not failed,
   when the value is unknown: a cached answer, an unpriced model (promptfoo raises).
 - ``json-path`` with neither ``equals`` nor ``matches`` compares the value at the path with an

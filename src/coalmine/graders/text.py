@@ -409,7 +409,8 @@ def levenshtein_distance(a: str, b: str) -> int:
 async def levenshtein(config: LevenshteinConfig, output: str, ctx: GradeContext) -> Grade:
     """The output is within ``threshold`` (default 5) edits of the value; scores 1 or 0.
 
-    promptfoo reads ``threshold: 0`` as 5 (``threshold || 5``); here 0 means equal.
+    The threshold is a whole number of edits here; promptfoo compares any number (a compat
+    suite gets promptfoo's verdict: :mod:`coalmine.promptfoo.handlers`).
     """
     config = value_or_expected(config, ctx, "levenshtein")
     assert config.value is not None  # value_or_expected sets it
@@ -419,15 +420,13 @@ async def levenshtein(config: LevenshteinConfig, output: str, ctx: GradeContext)
 
 
 # JavaScript's \s, which promptfoo splits on (Python's str.split() differs on a few controls).
-_JS_SPACE = re.compile(
-    "[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+"
-)
+JS_SPACE = re.compile("[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+")
 
 
 @grader("word-count", config=WordCountConfig, threshold=THRESHOLD, negatable=True)
 async def word_count(config: WordCountConfig, output: str, ctx: GradeContext) -> Grade:
     """The number of whitespace-separated words is the value, or within ``{min, max}``."""
-    words = len([w for w in _JS_SPACE.split(output) if w])
+    words = len([w for w in JS_SPACE.split(output) if w])
     spec = config.value
     if isinstance(spec, int):
         ok, expected = words == spec, f"exactly {spec}"

@@ -11,7 +11,8 @@ The pure part (no network, no subprocess: a contract checks it), each checked ag
   scenarios, filters);
 - rendering templates as Nunjucks does (the subpackage :mod:`~coalmine.promptfoo.nunjucks`,
   with JavaScript's values and JSON);
-- promptfoo's scoring rules for a row (:mod:`~coalmine.promptfoo.scoring`);
+- promptfoo's scoring rules for a row (:mod:`~coalmine.promptfoo.scoring`), and what a
+  script's GradingResult does to it (:mod:`~coalmine.promptfoo.script_results`);
 - which coalmine grader grades each assertion type (:mod:`~coalmine.promptfoo.assertions`);
 - which coalmine agent stands for each provider (:mod:`~coalmine.promptfoo.providers`);
 - promptfoo's output document, built from coalmine's rows (:mod:`~coalmine.promptfoo.report`);
@@ -24,7 +25,8 @@ The pure part (no network, no subprocess: a contract checks it), each checked ag
 The orchestration: a config run end to end (:mod:`~coalmine.promptfoo.run`), one row
 (:mod:`~coalmine.promptfoo.row`) and its assertions (:mod:`~coalmine.promptfoo.checking`), the
 author's JavaScript in Node.js (:mod:`~coalmine.promptfoo.node`) and Python
-(:mod:`~coalmine.promptfoo.python_calls`), the files import and export write
+(:mod:`~coalmine.promptfoo.python_calls`), transforms and scoring functions in either
+(:mod:`~coalmine.promptfoo.scripts`), the files import and export write
 (:mod:`~coalmine.promptfoo.files`), and a run shown as a table or promptfoo's document
 (:mod:`~coalmine.promptfoo.output`).
 

@@ -26,7 +26,8 @@ class Assertion(BaseModel):
     weight: float = 1.0
     metric: str | None = None
     transform: str | None = None
-    """JavaScript applied to the output before this assertion (``output`` and ``context``)."""
+    """Code applied to the output before this assertion (``output`` and ``context``): JavaScript,
+    or ``file://`` JavaScript or Python."""
     config: dict[str, Any] = {}
     provider: Any = None
     """The grading provider of a model-graded assertion."""

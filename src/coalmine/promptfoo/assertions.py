@@ -7,7 +7,11 @@ where the grader has one) becomes the grader's config. Model-graded ones map to 
 judge graders (``llm-rubric``, ``context-recall``, ``context-faithfulness``), advisory until
 the judge is calibrated. ``javascript`` and ``python`` assertions are the config author's code:
 the runner runs them (Node.js, Python), so they map to a runtime, not a grader. ``assert-set``
-groups assertions and is scored by :mod:`coalmine.promptfoo.scoring`.
+groups assertions and is scored by :mod:`coalmine.promptfoo.scoring`. The types whose native
+grader means something else than promptfoo's handler (a stricter threshold, arrays found by
+``contains-json`` …), or that read the provider's response (``finish-reason``, the tools call),
+or whose verdict comes from a JavaScript parser (``is-xml``, ``is-sql`` …) map to the
+``promptfoo`` runtime: :mod:`coalmine.promptfoo.handlers` grades them by promptfoo's rules.
 
 Everything else is reported as unsupported with the reason, never dropped: the importer lists
 it, and a row that needs it is an ERROR, as promptfoo makes a row with an invalid assertion.
@@ -21,9 +25,9 @@ from typing import Any, Literal
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.specs.models import GraderSpec
 
-__all__ = ["DIRECT", "JUDGED", "UNSUPPORTED", "MappedAssertion", "map_assertion"]
+__all__ = ["DIRECT", "HANDLED", "JUDGED", "UNSUPPORTED", "MappedAssertion", "map_assertion"]
 
-Runtime = Literal["grader", "javascript", "python", "assert-set", "unsupported"]
+Runtime = Literal["grader", "promptfoo", "javascript", "python", "assert-set", "unsupported"]
 
 DIRECT: frozenset[str] = frozenset(
     {
@@ -42,6 +46,8 @@ DIRECT: frozenset[str] = frozenset(
         "is-refusal",
         "rouge-n",
         "bleu",
+        "gleu",
+        "contains-html",
         "word-count",
         "latency",
         "cost",
@@ -50,10 +56,19 @@ DIRECT: frozenset[str] = frozenset(
 """promptfoo types whose coalmine grader has the same name, config and meaning."""
 
 WITH_THRESHOLD: frozenset[str] = frozenset(
-    {"levenshtein", "rouge-n", "bleu", "latency", "cost", "llm-rubric", "context-recall",
+    {"levenshtein", "rouge-n", "bleu", "gleu", "latency", "cost", "llm-rubric", "context-recall",
      "context-faithfulness"}
 )  # fmt: skip
 """Graders whose config takes the assertion's ``threshold``."""
+
+HANDLED: frozenset[str] = frozenset(
+    {"levenshtein", "rouge-n", "bleu", "gleu", "latency", "cost", "is-json", "contains-json",
+     "contains-html", "finish-reason", "is-valid-openai-tools-call", "is-xml", "contains-xml",
+     "is-html", "is-sql", "contains-sql"}
+)  # fmt: skip
+"""Types graded by promptfoo's own rules (:mod:`coalmine.promptfoo.handlers`), each with its
+``not-`` form: promptfoo's verdict differs from the native grader's, or needs the provider's
+response, or comes from a JavaScript parser."""
 
 JUDGED: frozenset[str] = frozenset({"llm-rubric", "context-recall", "context-faithfulness"})
 """Model-graded types coalmine's judge graders grade (advisory until calibrated)."""
@@ -85,7 +100,8 @@ class MappedAssertion:
     assertion: Assertion
     runtime: Runtime
     grader: GraderSpec | None = None
-    """The grader (``runtime == "grader"``)."""
+    """The grader (``runtime == "grader"``); for ``promptfoo``, the native grader of that name
+    when its config accepts the assertion's (what the judge policy and labels know it by)."""
     problem: str | None = None
     """Why it cannot be graded (``runtime == "unsupported"``)."""
 
@@ -103,13 +119,19 @@ def map_assertion(assertion: Assertion) -> MappedAssertion:
         return MappedAssertion(assertion, "javascript")
     if base == "python":
         return MappedAssertion(assertion, "python")
-    if base in DIRECT or (base in JUDGED and not negated):
-        try:
-            grader = GraderSpec(
-                type=assertion.type, weight=assertion.weight, config=_config(assertion)
-            )
-        except ValueError as exc:
-            return MappedAssertion(assertion, "unsupported", problem=str(exc))
+    if base in HANDLED or base in DIRECT or (base in JUDGED and not negated):
+        grader, problem = None, None
+        if base in DIRECT or base in JUDGED:
+            try:
+                grader = GraderSpec(
+                    type=assertion.type, weight=assertion.weight, config=_config(assertion)
+                )
+            except ValueError as exc:
+                problem = str(exc)
+        if base in HANDLED:  # the native grader, when there is one, only names it
+            return MappedAssertion(assertion, "promptfoo", grader=grader)
+        if grader is None:
+            return MappedAssertion(assertion, "unsupported", problem=problem)
         return MappedAssertion(assertion, "grader", grader=grader)
     reason = UNSUPPORTED.get(base)
     if reason is None and base in JUDGED:

@@ -1,11 +1,12 @@
 """Grade one row's promptfoo assertions, as promptfoo 0.121.20's ``runAssertion`` grades them.
 
 Each assertion goes through the same steps as in promptfoo: its own ``transform`` (JavaScript,
-on the output), its ``value`` rendered with the row's vars (a ``file://`` value loaded, or run
-for a Python file), then its grader. Which grader is :mod:`coalmine.promptfoo.assertions`'
-mapping: a coalmine grader from the registry (the rendered value in its config, validated by
-the grader's config model), Node.js for ``javascript``, a Python process for ``python``, the
-project's judge for the judge graders. An ``assert-set`` grades its children the same way.
+or a Python file, on the output: :mod:`coalmine.promptfoo.scripts`), its ``value`` rendered
+with the row's vars (a ``file://`` value loaded, or run for a Python file), then its grader.
+Which grader is :mod:`coalmine.promptfoo.assertions`' mapping: a coalmine grader from the
+registry (the rendered value in its config, validated by the grader's config model), Node.js
+for ``javascript``, a Python process for ``python``, the project's judge for the judge graders.
+An ``assert-set`` grades its children the same way.
 
 What promptfoo makes a row ERROR (``RowError`` here) and what it merely fails:
 
@@ -22,9 +23,10 @@ What promptfoo makes a row ERROR (``RowError`` here) and what it merely fails:
   a ``python`` assertion whose script raises or answers nonsense, inline JavaScript that throws.
 
 Values are coerced as promptfoo's handlers coerce them: a number for ``contains``/``equals``
-is its JavaScript text, list items of the ``contains-any`` family too, a YAML/JSON string for
-``is-json``/``contains-json`` is parsed as the schema, a numeric string for ``word-count`` is
-the number; ``equals`` without a value compares with ``undefined``.
+is its JavaScript text, list items of the ``contains-any`` family too, a numeric string for
+``word-count`` is the number; ``equals`` without a value compares with ``undefined``. The types
+:mod:`coalmine.promptfoo.handlers` grades (``levenshtein``, ``is-json``, ``is-xml`` …) get
+the rendered value as it is, as promptfoo's handlers do.
 """
 
 from __future__ import annotations
@@ -35,15 +37,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import yaml
 from pydantic import ValidationError
 
-from coalmine._source import safe_load
 from coalmine.errors import GradeError
 from coalmine.graders.base import GradeContext, JudgeFn
 from coalmine.graders.base import registry as graders
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import UNSUPPORTED, MappedAssertion, map_assertion
+from coalmine.promptfoo.handlers import HandlerCall, handle
 from coalmine.promptfoo.jsregex import python_pattern
 from coalmine.promptfoo.matrix.filerefs import load_file_ref
 from coalmine.promptfoo.matrix.sources import (
@@ -75,6 +76,9 @@ from coalmine.promptfoo.python_calls import (
     script_verdict,
 )
 from coalmine.promptfoo.scoring import AssertionOutcome, AssertSetOutcome
+from coalmine.promptfoo.script_results import numbers, script_components
+from coalmine.promptfoo.scripts import RowError, run_transform, unsupported_js
+from coalmine.promptfoo.verdicts import HandlerError
 
 __all__ = ["AssertionScope", "RowError", "grade_assertions", "output_text", "unsupported_js"]
 
@@ -106,14 +110,6 @@ _CONTAINS = frozenset({"contains", "icontains"})
 _CONTAINS_LIST = frozenset({"contains-any", "contains-all", "icontains-any", "icontains-all"})
 
 
-class RowError(Exception):
-    """Something promptfoo throws while it runs a row: the row is an ERROR with this message."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-
 @dataclass(frozen=True, kw_only=True)
 class AssertionScope:
     """Everything one row's assertions are graded with."""
@@ -143,13 +139,6 @@ def output_text(output: Any) -> str:
     if isinstance(output, str):
         return output
     return js_json_stringify(to_js(output)) or ""
-
-
-def unsupported_js(exc: JsError, what: str) -> str:
-    """The row error for JavaScript coalmine cannot run (no Node.js, a TypeScript file …)."""
-    if isinstance(exc, NodeUnavailable):
-        return f"unsupported: {what} needs Node.js: {exc.hint}"
-    return f"unsupported: {what}: {exc.message or exc}"
 
 
 async def grade_assertions(
@@ -217,7 +206,35 @@ async def grade_one(assertion: Assertion, scope: AssertionScope) -> AssertionOut
         return await _javascript(assertion, value, output, scope)
     if mapped.runtime == "python":
         return await _python(assertion, value, output, scope, from_script=from_script)
+    if mapped.runtime == "promptfoo":
+        return await _handled(assertion, value, output, scope)
     return await _grader(mapped, value, output, scope)
+
+
+async def _handled(
+    assertion: Assertion, value: Any, output: Any, scope: AssertionScope
+) -> AssertionOutcome:
+    call = HandlerCall(
+        assertion=assertion,
+        value=value,
+        output=output,
+        text=output_text(output),
+        provider_config=scope.provider.get("config"),
+        provider_response=scope.provider_response,
+        variables=scope.variables,
+        latency_ms=scope.latency_ms,
+        cost=scope.cost,
+        base_dir=scope.base_dir,
+        node=scope.node,
+        env=scope.env,
+    )
+    try:
+        result = await handle(call)
+    except HandlerError as exc:
+        raise RowError(exc.message) from None
+    return AssertionOutcome(
+        assertion, result.passed, result.score, result.reason, rendered_value=value
+    )
 
 
 def _unsupported(assertion: Assertion, mapped: MappedAssertion) -> str:
@@ -236,22 +253,20 @@ class _Failed:
 
 
 async def _transform(code: Any, output: Any, scope: AssertionScope) -> Any:
-    if not isinstance(code, str):
-        raise RowError(f"an assertion's transform must be JavaScript text, not {code!r}")
     metadata = scope.provider_response.get("metadata")
     context = transform_context(
         variables=scope.variables,
         prompt={"label": scope.prompt},
         metadata=metadata if isinstance(metadata, Mapping) else None,
     )
-    try:
-        return await scope.node.transform(
-            code, output=output, context=context, base_dir=scope.base_dir
-        )
-    except (NodeUnavailable, JsUnsupported) as exc:
-        raise RowError(unsupported_js(exc, "an assertion's transform")) from None
-    except JsError as exc:
-        raise RowError(str(exc)) from None
+    return await run_transform(
+        code,
+        output,
+        context=context,
+        node=scope.node,
+        base_dir=scope.base_dir,
+        what="an assertion's transform",
+    )
 
 
 async def _value(assertion: Assertion, output: Any, scope: AssertionScope) -> tuple[Any, bool]:
@@ -352,23 +367,34 @@ async def _javascript(
         raise RowError(unsupported_js(exc, f"the {assertion.type!r} assertion")) from None
     except JsError as exc:
         raise RowError(str(exc)) from None
-    named = result.extra.get("namedScores")
-    metadata = result.extra.get("metadata")
+    return _scripted(assertion, result.passed, result.score, result.reason, result.extra, code)
+
+
+def _scripted(
+    assertion: Assertion,
+    passed: bool,
+    score: float,
+    reason: str,
+    extra: Mapping[str, Any],
+    rendered: Any,
+) -> AssertionOutcome:
+    """A script's verdict, with what else its GradingResult holds (its own components …)."""
+    metadata = extra.get("metadata")
     return AssertionOutcome(
         assertion,
-        result.passed,
-        result.score,
-        result.reason,
-        named_scores=_scores(named),
+        passed,
+        score,
+        reason,
+        named_scores=numbers(extra.get("namedScores")),
+        named_score_weights=numbers(extra.get("namedScoreWeights")),
+        components=script_components(extra.get("componentResults"), assertion),
+        extra={k: v for k, v in extra.items() if k not in _READ_KEYS},
         metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
-        rendered_value=code,
+        rendered_value=rendered,
     )
 
 
-def _scores(value: Any) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float)}
+_READ_KEYS = frozenset({"namedScores", "namedScoreWeights", "componentResults", "metadata"})
 
 
 async def _python(
@@ -389,13 +415,8 @@ async def _python(
     except PythonScriptError as exc:
         reason = f"Python code execution failed: {exc}"
         return AssertionOutcome(assertion, False, 0.0, reason, rendered_value=rendered)
-    return AssertionOutcome(
-        assertion,
-        verdict.passed,
-        verdict.score,
-        verdict.reason,
-        named_scores=verdict.named_scores,
-        rendered_value=rendered,
+    return _scripted(
+        assertion, verdict.passed, verdict.score, verdict.reason, verdict.extra, rendered
     )
 
 
@@ -411,13 +432,6 @@ def coerce_value(base_type: str, value: Any) -> Any:
         return value
     if base_type in _CONTAINS_LIST and isinstance(value, list):
         return [v if isinstance(v, str) else js_string(v) for v in value]
-    if base_type in ("is-json", "contains-json") and isinstance(value, str):
-        if not value:
-            return None
-        try:
-            return safe_load(value)
-        except yaml.YAMLError as exc:
-            raise RowError(f"{base_type}: the schema is not YAML or JSON: {exc}") from None
     if base_type == "word-count" and isinstance(value, str):
         try:
             number = float(value)
@@ -432,6 +446,10 @@ async def _grader(
 ) -> AssertionOutcome:
     assertion, spec = mapped.assertion, mapped.grader
     assert spec is not None  # the mapping gives a grader with this runtime
+    if not isinstance(output, str):
+        found = _object_output(assertion)
+        if found is not None:
+            return found
     grader = graders.get(spec.type)
     if grader.needs_judge and scope.judge is None:
         raise RowError(f"{assertion.type} {NO_JUDGE}")
@@ -474,6 +492,26 @@ async def _grader(
     if not passed and not explained:
         reason = f"{assertion.type} failed"
     return AssertionOutcome(assertion, passed, grade.score, reason, rendered_value=value)
+
+
+def _object_output(assertion: Assertion) -> AssertionOutcome | None:
+    """What promptfoo's handlers that read the output itself (not its JSON) make of an object.
+
+    The others grade the output's ``JSON.stringify``, as :func:`output_text` gives it.
+    """
+    base = assertion.base_type
+    if base == "is-refusal":  # no text to refuse with: "assumed to be a refusal", score 0
+        passed = not assertion.negated
+        reason = "No value provided, assumed to be a refusal"
+        return AssertionOutcome(
+            assertion, passed, 0.0, reason if passed else "Expected output to not be a refusal"
+        )
+    if base == "context-faithfulness":
+        raise RowError(
+            "Error: Invariant failed: context-faithfulness assertion requires string output "
+            "from the provider"
+        )
+    return None
 
 
 def _inputs(variables: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.scoring import ComponentResult, RowScore
 
 __all__ = ["grading_result"]
@@ -26,7 +27,8 @@ def grading_result(score: RowScore) -> dict[str, Any]:
     head = {"pass": score.passed, "score": score.score, "reason": score.reason}
     if not score.has_assertions:
         return {**head, "tokensUsed": _tokens()}
-    return _aggregate(head, score.named_scores, score.named_score_weights, score.component_results)
+    found = _aggregate(head, score.named_scores, score.named_score_weights, score.component_results)
+    return {**found, **score.extra}  # what a scoring function added
 
 
 def _aggregate(
@@ -45,6 +47,11 @@ def _aggregate(
 
 
 def _component(entry: ComponentResult) -> dict[str, Any]:
+    if entry.raw is not None:  # what a script returned, with its parent's assertion
+        found = dict(entry.raw)
+        if not found.get("assertion") and entry.assertion is not None:
+            found["assertion"] = _assertion(entry.assertion)
+        return found
     head: dict[str, Any] = {"pass": entry.passed, "score": entry.score, "reason": entry.reason}
     if "assertionSet" in entry.metadata:
         found = _aggregate(head, entry.named_scores, entry.named_score_weights, entry.children)
@@ -52,8 +59,17 @@ def _component(entry: ComponentResult) -> dict[str, Any]:
         return found
     if entry.named_scores:
         head["namedScores"] = dict(entry.named_scores)
+    if entry.named_score_weights:
+        head["namedScoreWeights"] = dict(entry.named_score_weights)
+    head.update(entry.extra)
+    if entry.children:  # a script's GradingResult keeps its own results as it gave them
+        head["componentResults"] = [dict(c.raw or {}) for c in entry.children]
     if entry.assertion is not None:
-        head["assertion"] = entry.assertion.model_dump(by_alias=True, exclude_unset=True)
+        head["assertion"] = _assertion(entry.assertion)
     if entry.metadata:
         head["metadata"] = dict(entry.metadata)
     return head
+
+
+def _assertion(assertion: Assertion) -> dict[str, Any]:
+    return assertion.model_dump(by_alias=True, exclude_unset=True)

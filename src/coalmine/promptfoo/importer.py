@@ -331,7 +331,6 @@ def _unsupported_rows(matrix: Matrix) -> list[str]:
             prompt_kind=row.prompt.kind,
             prompt_label=row.prompt.label,
             test_provider=row.test.provider,
-            scoring_function=row.test.assert_scoring_function,
         )
         if reason is not None:
             found[reason] = found.get(reason, 0) + 1

@@ -38,6 +38,9 @@ What the code sees and what its answer means is promptfoo's (``src/assertions/ja
   as ``(output, context, process)`` (``vars`` instead of ``output`` for ``transformVars``).
   It raises ``JsError`` when it throws (``Transform failed (<label>): …``), does not compile,
   or returns ``null``/``undefined`` (``Transform function did not return a value``).
+* A function a config names (an ``assertScoringFunction``, ``file://x.js[:name]``) is found
+  as promptfoo's ``loadFunction`` finds it and called with the arguments given; one that does
+  not load or is not exported raises ``JsLoadError``, one that throws ``JsError``.
 
 Inline assertion code reaches this module already rendered with the test's vars (promptfoo
 renders it with Nunjucks first; ``file://`` values are not rendered).
@@ -45,7 +48,8 @@ renders it with Nunjucks first; ``file://`` values are not rendered).
 Where this differs from promptfoo: ``process.mainModule.require`` resolves from the config's
 folder (promptfoo's from its own install, so its bundled packages are not there); what the
 code prints goes to a temporary file, shown only when the worker dies; TypeScript and
-Python/Ruby files, and a transform that returns a function, raise ``JsUnsupported``.
+Python/Ruby files (Python ones run in Python instead: :mod:`coalmine.promptfoo.scripts`), and a
+transform that returns a function, raise ``JsUnsupported``.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -75,6 +79,7 @@ __all__ = [
     "INSTALL_HINT",
     "JsAssertionResult",
     "JsError",
+    "JsLoadError",
     "JsTimeout",
     "JsUnsupported",
     "NodeRuntime",
@@ -110,6 +115,10 @@ class JsError(CoalmineError):
 
 class JsUnsupported(JsError):
     """The code uses something this runtime does not run (a TypeScript or Python file …)."""
+
+
+class JsLoadError(JsError):
+    """A file of the config's code did not load or does not export the function named."""
 
 
 class JsTimeout(JsError):
@@ -301,6 +310,44 @@ class NodeRuntime:
         request = {"op": "transform", "code": code, "inputName": input_name}
         return await self._call(request, output, context, base_dir, timeout)
 
+    async def check(
+        self, check: Mapping[str, Any], *, base_dir: Path, package_dirs: Sequence[Path] = ()
+    ) -> dict[str, Any]:
+        """Run one of promptfoo's markup or SQL assertions (``node_checks.cjs``) in Node.js.
+
+        ``check`` is ``{baseType, inverse, renderedValue, outputString}``; the npm packages it
+        needs are looked for from ``base_dir``, then from each of ``package_dirs``.
+
+        Raises:
+            JsUnsupported: a package it needs is not installed (the message says what to run).
+            JsError: promptfoo's handler threw (the row is an ERROR).
+        """
+        dirs = [str(d) for d in package_dirs]
+        request = {"op": "check", "check": dict(check), "packageDirs": dirs}
+        answer: dict[str, Any] = await self._call(request, None, {}, base_dir, None)
+        return answer
+
+    async def call_function(
+        self,
+        reference: str,
+        *,
+        args: list[Any],
+        base_dir: Path,
+        timeout: float | None = None,
+    ) -> Any:
+        """Call the function ``file://path.js[:name]`` names with ``args``; await its answer.
+
+        The function is found as promptfoo's ``loadFunction`` finds it (an
+        ``assertScoringFunction``): the named export, else the module's function, its default
+        export or its ``func``.
+
+        Raises:
+            JsLoadError: the file did not load or does not export the function.
+            JsError: the function threw (or the call timed out).
+        """
+        request = {"op": "call", "code": reference, "args": args}
+        return await self._call(request, None, {}, base_dir, timeout)
+
     async def aclose(self) -> None:
         """End the worker (a later call starts a new one)."""
         async with self._lock:
@@ -347,7 +394,8 @@ class NodeRuntime:
         if reply.get("ok"):
             return reply.get("result")
         error = reply.get("error") or {}
-        kind = JsUnsupported if error.get("kind") == "unsupported" else JsError
+        kinds = {"unsupported": JsUnsupported, "load": JsLoadError}
+        kind = kinds.get(str(error.get("kind")), JsError)
         raise kind(
             str(error.get("message", "")), name=str(error.get("name", "")), stack=error.get("stack")
         )

@@ -274,6 +274,41 @@
     return ret;
   }
 
+  // --- functions a config names (src/util/functions/loadFunction.ts): assertScoringFunction ---
+  class LoadError extends Error {}
+
+  async function loadFunction(reference, baseDir) {
+    // parseFileUrl: the name after the last ":" only when what is before it is a code file
+    const ref = reference.startsWith("file://") ? reference.slice(7) : reference;
+    const colon = ref.lastIndexOf(":");
+    let [file, name] = [ref, undefined];
+    if (colon > 1 && /\.(js|cjs|mjs|ts|cts|mts|py)$/i.test(ref.slice(0, colon))) {
+      [file, name] = [ref.slice(0, colon), ref.slice(colon + 1)];
+    }
+    const fullPath = path.resolve(baseDir, file);
+    if (!JAVASCRIPT_FILE.test(fullPath)) {
+      throw new LoadError("File must be a JavaScript (.js, .cjs, .mjs, .ts, .cts, .mts) or Python (.py) file");
+    }
+    let mod;
+    try {
+      mod = await importModule(fullPath, name);
+    } catch (err) {
+      if (err instanceof Unsupported) throw err;
+      throw new LoadError(err instanceof Error ? err.message : String(err));
+    }
+    const fn = name ? mod : typeof mod === "function" ? mod : mod?.default?.default || mod?.default || mod?.func || mod;
+    if (typeof fn !== "function") {
+      throw new LoadError(name ? `JavaScript file must export a "${name}" function`
+        : 'JavaScript file must export a function (as default export or named export "func")');
+    }
+    return fn;
+  }
+
+  async function callFunction(req) {
+    const fn = await loadFunction(req.code, req.baseDir);
+    return await Promise.resolve(fn(...req.args));
+  }
+
   // --- the protocol ---
   function errorOf(err, kind) {
     if (err instanceof Error) {
@@ -297,9 +332,21 @@
     return Number.isFinite(score) ? score : String(score); // NaN and ±Infinity are not JSON
   }
 
+  // promptfoo's markup and SQL assertions, on the npm packages promptfoo grades them with
+  let checks;
+  async function check(req) {
+    checks = checks || createRequire(path.resolve(process.argv[1]))("./node_checks.cjs");
+    try {
+      return { id: req.id, ok: true, result: await checks.runCheck(req.check, [req.baseDir, ...req.packageDirs]) };
+    } catch (err) {
+      return { id: req.id, ok: false, error: errorOf(err, err instanceof checks.MissingPackage ? "unsupported" : "error") };
+    }
+  }
+
   async function handle(req) {
     if (req.op === "ping") return { id: req.id, ok: true, result: process.version };
     if (process.cwd() !== req.baseDir) process.chdir(req.baseDir);
+    if (req.op === "check") return check(req);
     const shim = processShim(req.baseDir);
     const context = contextOf(req.context);
     try {
@@ -307,9 +354,11 @@
         const r = await assertion(req, req.output, context, shim);
         return { id: req.id, ok: true, result: { ...r, score: encodeScore(r.score) } };
       }
+      if (req.op === "call") return { id: req.id, ok: true, result: await callFunction(req) };
       return { id: req.id, ok: true, result: await transform(req, req.output, context, shim) };
     } catch (err) {
-      return { id: req.id, ok: false, error: errorOf(err, err instanceof Unsupported ? "unsupported" : "error") };
+      const kind = err instanceof Unsupported ? "unsupported" : err instanceof LoadError ? "load" : "error";
+      return { id: req.id, ok: false, error: errorOf(err, kind) };
     }
   }
 

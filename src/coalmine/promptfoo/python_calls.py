@@ -35,6 +35,8 @@ from typing import Any
 
 import anyio
 
+from coalmine.promptfoo.script_results import is_grading_result
+
 __all__ = [
     "PythonScriptError",
     "ScriptVerdict",
@@ -49,7 +51,7 @@ _TIMEOUT = 120.0
 PASSED = "Assertion passed"
 
 _WRAPPER = """\
-import importlib.util, json, os, sys
+import asyncio, importlib.util, inspect, json, os, sys
 path, method, out = sys.argv[1], sys.argv[2], sys.argv[3]
 args = json.load(sys.stdin)
 sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -60,11 +62,12 @@ spec.loader.exec_module(module)
 target = module
 for part in method.split("."):
     target = getattr(target, part)
-result = target(*args)
+result = asyncio.run(target(*args)) if inspect.iscoroutinefunction(target) else target(*args)
 with open(out, "w", encoding="utf-8") as handle:
     json.dump({"type": "final_result", "data": result}, handle)
 """
-"""Loads the file, calls the function with the JSON arguments, writes the answer as JSON."""
+"""Loads the file, calls the function with the JSON arguments (awaited when it is a coroutine
+function, as promptfoo's ``wrapper.py`` awaits it), writes the answer as JSON."""
 
 
 class PythonScriptError(Exception):
@@ -78,7 +81,9 @@ class ScriptVerdict:
     passed: bool
     score: float
     reason: str
-    named_scores: Mapping[str, float] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """The other keys of a GradingResult the script returned (``namedScores``,
+    ``componentResults`` …, snake_case keys read as promptfoo reads them)."""
 
 
 def python_executable() -> str:
@@ -158,22 +163,24 @@ _SNAKE = {
 }
 
 
-def _grading_result(value: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``mapSnakeCaseToCamelCase`` then ``isGradingResult``: the object, or None."""
+def _camel_case(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``mapSnakeCaseToCamelCase`` as promptfoo maps a result, its ``componentResults`` too."""
     mapped = dict(value)
     for snake, camel in _SNAKE.items():
         if snake in mapped and camel not in mapped:
             mapped[camel] = mapped[snake]
-    score = mapped.get("score")
-    ok = (
-        isinstance(mapped.get("pass"), bool)
-        and isinstance(score, int | float)
-        and not isinstance(score, bool)
-        and isinstance(mapped.get("reason"), str)
-        and isinstance(mapped.get("namedScores", {}), Mapping)
-        and isinstance(mapped.get("componentResults", []), list)
-    )
-    return mapped if ok else None
+    components = mapped.get("componentResults")
+    if isinstance(components, list):
+        mapped["componentResults"] = [
+            _camel_case(c) if isinstance(c, Mapping) else c for c in components
+        ]
+    return mapped
+
+
+def _grading_result(value: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``mapSnakeCaseToCamelCase`` then ``isGradingResult``: the object, or None."""
+    mapped = _camel_case(value)
+    return mapped if is_grading_result(mapped) else None
 
 
 _FLOAT = re.compile(r"\s*([+-]?(?:Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))")
@@ -257,9 +264,8 @@ def _object(value: Mapping[str, Any], *, threshold: float | None, inverse: bool)
         reason = (
             "Assertion passed" if passed else f"Python code returned {'true' if raw else 'false'}"
         )
-    named = mapped.get("namedScores") or {}
-    scores = {str(k): float(v) for k, v in named.items() if isinstance(v, int | float)}
-    return ScriptVerdict(passed, score, reason, scores)
+    extra = {k: v for k, v in mapped.items() if k not in ("pass", "score", "reason", "assertion")}
+    return ScriptVerdict(passed, score, reason, extra)
 
 
 def _js_number(value: float) -> str:

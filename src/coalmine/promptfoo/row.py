@@ -5,25 +5,28 @@ is, however it was produced: a promptfoo config read by :mod:`coalmine.promptfoo
 an imported suite's line), a :class:`RowAgent` (who answers) and :class:`RowTools` (what a run
 shares: Node.js, the judge, the environment), and returns promptfoo's verdict for the row.
 
-The steps are promptfoo's ``runEval``: the ``file://`` vars are loaded and the prompt rendered
-(Nunjucks); the output is the test's ``providerOutput`` when it has one, else the agent's
-answer, after which the provider's ``delay`` is waited; the provider's ``transform`` and then
-the test's ``options.transform`` (or ``postprocess``) run in Node.js; the assertions are graded
-(:mod:`coalmine.promptfoo.checking`) and the row scored by
-:mod:`coalmine.promptfoo.scoring`.
+The steps are promptfoo's ``runEval``: the test's ``options.transformVars`` changes its vars;
+the ``file://`` vars are loaded and the prompt rendered (Nunjucks); the output is the test's
+``providerOutput`` when it has one, else the agent's answer (an object stays an object), after
+which the provider's ``delay`` is waited; the provider's ``transform`` and then the test's
+``options.transform`` (or ``postprocess``) run (:mod:`coalmine.promptfoo.scripts`: JavaScript
+in Node.js, Python files in Python); the assertions are graded
+(:mod:`coalmine.promptfoo.checking`), the row scored by :mod:`coalmine.promptfoo.scoring` and,
+with an ``assertScoringFunction``, by that function
+(:mod:`coalmine.promptfoo.script_results`).
 
 A row is an ERROR (``failureReason`` 2, score 0) when promptfoo's would be: the prompt does not
 render, the provider fails (coalmine's providers raise both for an ``error`` promptfoo's
 provider returns and for one it throws), a transform throws or returns nothing, an assertion
 is invalid or unknown. It is also an ERROR, saying ``unsupported`` and why, where coalmine
 cannot do what promptfoo would: a provider with no coalmine agent, a prompt function, a test
-that names its own provider or an ``assertScoringFunction``, JavaScript without Node.js. A
-provider that answers no output (``None``) gives promptfoo's ``No output`` failure, whose
-``failureReason`` stays 0.
+that names its own provider, JavaScript without Node.js. A provider that answers no output
+(``None``) gives promptfoo's ``No output`` failure, whose ``failureReason`` stays 0.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,19 +41,27 @@ from coalmine.engine.costs import agent_usage
 from coalmine.errors import ProviderError
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
-from coalmine.promptfoo.checking import AssertionScope, RowError, grade_assertions, unsupported_js
+from coalmine.promptfoo.checking import AssertionScope, grade_assertions
+from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.matrix.filerefs import load_var_file
 from coalmine.promptfoo.matrix.sources import ReadError
-from coalmine.promptfoo.node import JsError, JsUnsupported, NodeRuntime, NodeUnavailable
+from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.node import transform_context as js_transform_context
 from coalmine.promptfoo.nunjucks import TemplateError, js_truthy, render_prompt
 from coalmine.promptfoo.scoring import (
     RowOutcome,
+    RowScore,
     empty_output_row,
     error_row,
     graded_row,
     score_row,
 )
+from coalmine.promptfoo.script_results import (
+    apply_scoring_result,
+    scoring_context,
+    scoring_failed,
+)
+from coalmine.promptfoo.scripts import RowError, ScriptFailed, run_scoring_function, run_transform
 from coalmine.providers.base import AgentRequest, CallContext
 
 __all__ = ["PromptfooRow", "RowAgent", "RowResult", "RowTools", "evaluate_row"]
@@ -79,6 +90,8 @@ class PromptfooRow:
     """A fixed output: the provider is not called (when it is JavaScript-truthy)."""
     test_case: Mapping[str, Any] = field(default_factory=dict)
     """The test as promptfoo holds it (``context.test`` of a ``javascript`` assertion)."""
+    scoring_function: Any = None
+    """The test's ``assertScoringFunction`` (``file://x.js[:name]`` or ``file://x.py[:name]``)."""
     base_dir: Path
     """The promptfoo config's folder: ``file://`` paths and JavaScript start here."""
     unsupported: str | None = None
@@ -107,7 +120,7 @@ class RowAgent:
     problem: str | None = None
     """Why no coalmine agent runs this provider (then ``caller`` is ``None``)."""
     transform: Any = None
-    """The provider's ``transform`` (JavaScript text or ``file://``)."""
+    """The provider's ``transform`` (JavaScript text, or ``file://`` JavaScript or Python)."""
     delay_ms: float = 0.0
     """Waited after each row's answer (promptfoo's ``delay``)."""
     config: Mapping[str, Any] | None = None
@@ -148,6 +161,9 @@ class RowResult:
     """What the call cost: 0 for a fixed output and ``echo``, else by coalmine.yaml's prices."""
     called: bool = False
     """Whether a provider answered (False for a fixed output and for errors)."""
+    test_case: Mapping[str, Any] | None = None
+    """The test as promptfoo holds it once ``options.transformVars`` changed its vars
+    (``None``: the row's own ``test_case``)."""
 
 
 async def evaluate_row(row: PromptfooRow, agent: RowAgent, tools: RowTools) -> RowResult:
@@ -178,7 +194,10 @@ async def _evaluate(
 ) -> RowResult:
     if row.unsupported:
         raise RowError(f"unsupported: {row.unsupported}")
-    loaded = _load_vars(row)
+    prepared = await _transform_vars(row, tools)
+    test_case = row.test_case if prepared is None else prepared
+    state.vars = dict(row.vars if prepared is None else prepared["vars"])
+    loaded = _load_vars(state.vars, row.base_dir)
     try:
         rendered = render_prompt(row.template, loaded, env=tools.env)
     except TemplateError as exc:
@@ -188,10 +207,11 @@ async def _evaluate(
     started = tools.clock.monotonic()
     usage: dict[str, Any] | None = None
     cost: float | None = 0.0
+    stopped: str | None = None
     if fixed:
         output: Any = row.provider_output
     else:
-        output, usage, cost = await _call(row, agent, tools, rendered.text, rendered.vars)
+        output, usage, cost, stopped = await _call(row, agent, tools, rendered.text, rendered.vars)
     state.latency_ms = round((tools.clock.monotonic() - started) * 1000)
     if agent.delay_ms > 0:  # promptfoo waits after a fixed output too (it is never cached)
         await anyio.sleep(agent.delay_ms / 1000)
@@ -203,23 +223,28 @@ async def _evaluate(
         token_usage=usage,
         cost=cost,
         called=not fixed,
+        test_case=prepared,
     )
     if output is None:
         return result
     response: dict[str, Any] = {"output": output, "cached": False}
     if usage is not None:
         response["tokenUsage"] = usage
+    if stopped is not None:
+        response["finishReason"] = stopped
+    # coalmine's agents return no response metadata, so no transform sees ``context.metadata``
+    context = js_transform_context(variables=rendered.vars, prompt=row.prompt)
     if agent.transform:
-        output = await _transform(agent.transform, output, row, tools, rendered.vars, "provider")
+        output = await _transform(agent.transform, output, row, tools, context, "provider")
     transformed = output
     test_transform = row.options.get("transform") or row.options.get("postprocess")
     if js_truthy(test_transform):
-        output = await _transform(test_transform, output, row, tools, rendered.vars, "test")
+        output = await _transform(test_transform, output, row, tools, context, "test")
     scope = AssertionScope(
         output=output,
         prompt=rendered.text,
         variables=rendered.vars,
-        test=row.test_case,
+        test=test_case,
         provider={"id": agent.id, "label": agent.label, "config": dict(agent.config or {})},
         provider_response={**response, "output": output, "providerTransformedOutput": transformed},
         latency_ms=state.latency_ms,
@@ -232,20 +257,63 @@ async def _evaluate(
     )
     outcomes = await grade_assertions(row.assertions, scope)
     grading = score_row(outcomes, threshold=row.threshold, variables=rendered.vars)
+    if row.scoring_function is not None and grading.has_assertions:
+        grading = await _score_with(row.scoring_function, grading, row, tools)
     return replace(result, outcome=graded_row(grading), output=output)
 
 
-def _load_vars(row: PromptfooRow) -> dict[str, Any]:
+async def _transform_vars(row: PromptfooRow, tools: RowTools) -> Mapping[str, Any] | None:
+    """The test once ``options.transformVars`` (its own, else ``defaultTest``'s) ran on its vars.
+
+    As in promptfoo's ``prepareTestVariables``: before the vars are loaded and rendered, with
+    ``{prompt: {}, uuid}`` as the context; what it answers is laid over the vars. ``None``
+    when the test has none.
+    """
+    code = row.options.get("transformVars")
+    if not js_truthy(code):
+        return None
+    context = {"prompt": {}, "uuid": str(uuid.uuid4())}
+    answer = await run_transform(
+        code,
+        dict(row.vars),
+        context=context,
+        node=tools.node,
+        base_dir=row.base_dir,
+        what="options.transformVars",
+        input_name="vars",
+    )
+    if isinstance(answer, list):  # JavaScript spreads an array as its indices
+        answer = {str(i): v for i, v in enumerate(answer)}
+    if not isinstance(answer, dict):
+        raise RowError("Error: Invariant failed: Transform function did not return a valid object")
+    return {**row.test_case, "vars": {**row.vars, **answer}}
+
+
+def _load_vars(variables: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
     """The vars with each ``file://`` value replaced by what promptfoo reads from the file."""
     loaded = {}
-    for name, value in row.vars.items():
+    for name, value in variables.items():
         if isinstance(value, str) and value.startswith("file://"):
             try:
-                value = load_var_file(value, base_dir=row.base_dir)
+                value = load_var_file(value, base_dir=base_dir)
             except ReadError as exc:
                 raise RowError(f"var {name!r} ({value}): {exc.message}") from None
         loaded[name] = value
     return loaded
+
+
+async def _score_with(
+    reference: Any, grading: RowScore, row: PromptfooRow, tools: RowTools
+) -> RowScore:
+    """The row's result as its ``assertScoringFunction`` makes it."""
+    context = scoring_context(row.threshold, grading_result(grading))
+    try:
+        answer = await run_scoring_function(
+            reference, grading.named_scores, context, node=tools.node, base_dir=row.base_dir
+        )
+    except ScriptFailed as exc:
+        return scoring_failed(grading, str(exc))
+    return apply_scoring_result(grading, answer)
 
 
 async def _call(
@@ -254,8 +322,8 @@ async def _call(
     tools: RowTools,
     prompt: str,
     variables: Mapping[str, Any],
-) -> tuple[Any, dict[str, Any] | None, float | None]:
-    """The agent's answer (``None`` for promptfoo's "No output"), its tokens and its cost."""
+) -> tuple[Any, dict[str, Any] | None, float | None, str | None]:
+    """The agent's answer (``None`` for promptfoo's "No output"), tokens, cost, finish reason."""
     if agent.caller is None:
         raise RowError(f"unsupported: provider {agent.id!r}: {agent.problem or 'no agent'}")
     extra = {"prompt": dict(row.prompt), "test": dict(row.test_case), "repeatIndex": row.repeat}
@@ -268,17 +336,19 @@ async def _call(
         )
     except ProviderError as exc:
         if exc.kind == "bad_output" and exc.reason == NO_OUTPUT:
-            return None, None, None
+            return None, None, None, None
         message = exc.reason
         if exc.stderr_tail:
             message += "\nstderr (tail):\n" + exc.stderr_tail[-1000:]
         raise RowError(message) from None
     output = called.output
-    answer = output.text if output.value is None else output.value  # promptfoo keeps objects
+    # what promptfoo's provider would have answered: an object stays an object
+    answer = output.text if output.data is None else output.data
     if agent.caller.agent.provider == "echo":
-        return answer, _usage(output.usage), 0.0
+        return answer, _usage(output.usage), 0.0, None
     used = agent_usage(output, agent.caller.agent, tools.pricing)
-    return answer, _usage(output.usage), used.cost if used is not None else None
+    cost = used.cost if used is not None else None
+    return answer, _usage(output.usage), cost, output.finish_reason
 
 
 _TOKENS = (
@@ -302,20 +372,11 @@ async def _transform(
     output: Any,
     row: PromptfooRow,
     tools: RowTools,
-    variables: Mapping[str, Any],
+    context: Mapping[str, Any],
     which: str,
 ) -> Any:
     """Apply the provider's or the test's transform (each with promptfoo's context)."""
     what = "the provider's transform" if which == "provider" else "the test's options.transform"
-    if not isinstance(code, str):
-        raise RowError(f"{what} must be JavaScript text, not {code!r}")
-    # coalmine's agents return no response metadata, so no transform sees ``context.metadata``
-    context = js_transform_context(variables=variables, prompt=row.prompt)
-    try:
-        return await tools.node.transform(
-            code, output=output, context=context, base_dir=row.base_dir
-        )
-    except (NodeUnavailable, JsUnsupported) as exc:
-        raise RowError(unsupported_js(exc, what)) from None
-    except JsError as exc:
-        raise RowError(str(exc)) from None
+    return await run_transform(
+        code, output, context=context, node=tools.node, base_dir=row.base_dir, what=what
+    )

@@ -313,6 +313,6 @@ def row_spec(row: Row, matrix: Matrix, case: Mapping[str, Any]) -> PromptfooRow:
             prompt_kind=row.prompt.kind,
             prompt_label=row.prompt.label,
             test_provider=row.test.provider,
-            scoring_function=row.test.assert_scoring_function,
         ),
+        scoring_function=row.test.assert_scoring_function,
     )

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any
 
@@ -87,6 +87,12 @@ class AssertionOutcome:
     reason: str
     named_scores: Mapping[str, float] = field(default_factory=dict)
     """Scores a grader reports by name itself (a ``javascript`` result's ``namedScores``)."""
+    named_score_weights: Mapping[str, float] = field(default_factory=dict)
+    """The weights a script's GradingResult gives its ``namedScores`` (1 where it gives none)."""
+    components: tuple[ComponentResult, ...] = ()
+    """The ``componentResults`` a script's GradingResult holds (:func:`script_components`)."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """The other keys of a script's GradingResult (``tokensUsed``, ``comment`` …), as given."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     rendered_value: Any = None
     """The assertion's value after rendering, when the grader used a rendered string."""
@@ -117,7 +123,13 @@ class ComponentResult:
     """An assert-set's normalised named scores; ``None`` for a plain assertion."""
     named_score_weights: Mapping[str, float] = field(default_factory=dict)
     children: tuple[ComponentResult, ...] = ()
-    """An assert-set's own entries (which also follow it in the flattened list)."""
+    """An assert-set's own entries, or the ``componentResults`` of a script's GradingResult
+    (they also follow it in the flattened list)."""
+    raw: Mapping[str, Any] | None = None
+    """A result a script returned inside its GradingResult, as it returned it (its
+    ``assertion`` is then the parent's when it names none); ``None`` for coalmine's own."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """The other keys of a script's GradingResult (``tokensUsed``, ``comment`` …), as given."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +145,9 @@ class RowScore:
     """Flattened: each assert-set entry is followed by its children."""
     has_assertions: bool = True
     """False for promptfoo's ``No assertions`` result (which has no ``namedScores`` key)."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """What an ``assertScoringFunction`` answered besides ``pass``, ``score``, ``reason``,
+    ``namedScores`` and ``componentResults`` (``tokensUsed``, ``metadata`` …), as given."""
 
     @property
     def assertions_passed(self) -> int:
@@ -223,6 +238,9 @@ def _graded_entry(outcome: AssertionOutcome) -> ComponentResult:
         assertion=outcome.assertion,
         metadata=metadata,
         named_scores=dict(outcome.named_scores) or None,
+        named_score_weights=dict(outcome.named_score_weights),
+        children=outcome.components,
+        extra=dict(outcome.extra),
     )
 
 
@@ -266,18 +284,7 @@ def _score_set(outcome: AssertSetOutcome, variables: Mapping[str, Any]) -> Compo
 
 
 def _with_assertion(entry: ComponentResult, fallback: Assertion) -> ComponentResult:
-    if entry.assertion is not None:
-        return entry
-    return ComponentResult(
-        entry.passed,
-        entry.score,
-        entry.reason,
-        fallback,
-        entry.metadata,
-        entry.named_scores,
-        entry.named_score_weights,
-        entry.children,
-    )
+    return entry if entry.assertion is not None else replace(entry, assertion=fallback)
 
 
 def score_row(

@@ -75,7 +75,7 @@ def stored_document(
                     provider=provider,
                     rendered_prompt=attempt.record.get("prompt", ""),
                     vars=row.get("vars", {}),
-                    test_case=line_test_case(case.promptfoo),
+                    test_case=row.get("testCase") or line_test_case(case.promptfoo),
                     output=output,
                     success=row["success"],
                     score=row["score"],

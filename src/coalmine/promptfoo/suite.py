@@ -26,7 +26,6 @@ in any suite.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -43,6 +42,7 @@ from coalmine.evals.compat import CompatRunner, compat_kind
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
+from coalmine.promptfoo.checking import output_text
 from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.matrix.prepared import as_test_case, unsupported_reason
 from coalmine.promptfoo.matrix.sources import reading_inside
@@ -230,8 +230,8 @@ def _row(
             prompt_kind=source.prompt.kind,
             prompt_label=source.prompt.label,
             test_provider=line.provider,
-            scoring_function=line.assert_scoring_function,
         ),
+        scoring_function=line.assert_scoring_function,
         case_id=line.id,
         phase=suite,
         repeat=rep,
@@ -355,14 +355,8 @@ def _grades(components: tuple[ComponentResult, ...]) -> dict[str, dict[str, Any]
 
 
 def _text(output: Any) -> str | None:
-    if output is None:
-        return None
-    if isinstance(output, str):
-        return output
-    try:
-        return json.dumps(output, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(output)
+    """The output as the string graders read it (an object's ``JSON.stringify``)."""
+    return None if output is None else output_text(output)
 
 
 def _promptfoo_row(result: RowResult, row: PromptfooRow) -> dict[str, Any]:
@@ -387,4 +381,6 @@ def _promptfoo_row(result: RowResult, row: PromptfooRow) -> dict[str, Any]:
         found["tokenUsage"] = dict(result.token_usage)
     if not isinstance(result.output, str | type(None)):
         found["output"] = result.output
+    if result.test_case is not None:  # options.transformVars changed the test's vars
+        found["testCase"] = dict(result.test_case)
     return found

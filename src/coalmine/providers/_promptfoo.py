@@ -191,8 +191,10 @@ class Answer:
     usage: dict[str, int] | None
     cost: float | None = None
     """The ``cost`` the function reported, when it is a number."""
-    value: Any = None
-    """The ``output`` when it is not a string (a JSON value; ``text`` is its JSON)."""
+    finish_reason: str | None = None
+    """The ``finishReason`` the function reported, as it is (promptfoo does not map it)."""
+    data: Any = None
+    """The ``output`` when it is not a string (an object, a list, a number …), as it came."""
 
 
 def read_answer(result: Any, function: str) -> Answer:
@@ -200,9 +202,10 @@ def read_answer(result: Any, function: str) -> Answer:
 
     The result goes through JSON as promptfoo's worker sends it. A truthy ``error`` (in
     JavaScript's sense) fails the call with that text; a missing or null ``output`` is promptfoo's
-    "No output"; an ``output`` that is not a string becomes its JSON text. promptfoo marks the
-    "No output" row failed with ``failureReason`` 0 (not an error), while coalmine reports a
-    ``bad_output`` failure: the importer's runner decides how that row is scored.
+    "No output"; an ``output`` that is not a string is kept (``data``) beside its JSON text
+    (what coalmine's own graders read). promptfoo marks the "No output" row failed with
+    ``failureReason`` 0 (not an error), while coalmine reports a ``bad_output`` failure: the
+    importer's runner decides how that row is scored.
     """
     try:
         data = json.loads(json.dumps(result, ensure_ascii=False))
@@ -221,11 +224,17 @@ def read_answer(result: Any, function: str) -> Answer:
     output = data.get("output")
     if output is None:
         raise ConventionError(NO_OUTPUT, kind="bad_output")
-    text, value = (output, None) if isinstance(output, str) else (js_json(output), output)
+    text = output if isinstance(output, str) else js_json(output)
     cost = data.get("cost")
     reported = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
-    usage = token_usage(data.get("tokenUsage"))
-    return Answer(text=text, usage=usage, cost=reported, value=value)
+    stopped = data.get("finishReason")
+    return Answer(
+        text=text,
+        usage=token_usage(data.get("tokenUsage")),
+        cost=reported,
+        finish_reason=stopped if isinstance(stopped, str) else None,
+        data=None if isinstance(output, str) else output,
+    )
 
 
 def _js_truthy(value: Any) -> bool:

@@ -30,7 +30,7 @@ from coalmine.providers._http import (
     send,
 )
 from coalmine.providers.agent_file import PersonaSettings, resolve_persona
-from coalmine.providers.base import AgentRequest, provider
+from coalmine.providers.base import AgentRequest, finish_reason, provider
 from coalmine.results import AgentOutput, ToolCall
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -141,6 +141,7 @@ class AnthropicProvider:
             usage=_usage(payload.get("usage")),
             warnings=[CUT_WARNING] if cut else [],
             tool_calls=tool_calls,
+            finish_reason=finish_reason(payload.get("stop_reason")),
         )
 
     def cache_identity(self) -> dict[str, Any]:

@@ -20,6 +20,27 @@ from coalmine.config import AgentConfig
 from coalmine.errors import PluginError
 from coalmine.results import AgentOutput
 
+_FINISH_REASONS = {
+    "function_call": "tool_calls",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+
+
+def finish_reason(raw: object) -> str | None:
+    """A model's finish or stop reason in OpenAI's names, as promptfoo maps it.
+
+    Anthropic's ``end_turn`` is ``stop``, ``max_tokens`` is ``length`` …; another reason passes
+    through lower-cased; no reason (or a blank one) is ``None``.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    key = raw.strip().lower()
+    return _FINISH_REASONS.get(key, key)
+
 
 @dataclass(frozen=True)
 class CallContext:

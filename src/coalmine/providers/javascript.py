@@ -11,9 +11,9 @@ Each call is ``await instance.callApi(prompt, context, {abortSignal})``, where `
 
 The answer is read as promptfoo's evaluator reads it: a truthy ``error`` fails the call with
 that text; a missing or null ``output`` is promptfoo's "No output"; an ``output`` that is not a
-string is kept as a JSON value (``AgentOutput.value``; its JSON is the text); ``tokenUsage`` and
-a numeric ``cost`` are kept. A call that throws fails with what was thrown and its stack (the row
-error promptfoo writes); so does a response that is not an object.
+string is kept as a JSON value (``AgentOutput.data``; its JSON is the text); ``tokenUsage``, a
+numeric ``cost`` and a string ``finishReason`` are kept. A call that throws fails with what was
+thrown and its stack (the row error promptfoo writes); so does a response that is not an object.
 
 One Node.js process per agent runs the module (:mod:`coalmine.providers._node`), started at the
 first call and kept until ``aclose()``: calls run in it concurrently, as promptfoo runs them. It
@@ -188,7 +188,8 @@ class JavaScriptProvider:
         cost = result.get("cost")
         return AgentOutput(
             text=str(result.get("text", "")),
-            value=result.get("value"),
+            data=result.get("data"),
+            finish_reason=result.get("finishReason"),
             usage=token_usage(result.get("tokenUsage")),
             cost=float(cost) if isinstance(cost, int | float) else None,
         )

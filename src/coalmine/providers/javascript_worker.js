@@ -144,11 +144,11 @@
     else {
       const json = JSON.stringify(output); // undefined for a function or a symbol
       answer.text = json === undefined ? String(output) : json;
-      if (json !== undefined) answer.value = JSON.parse(json);
+      if (json !== undefined) answer.data = JSON.parse(json);
     }
     if (response.tokenUsage && typeof response.tokenUsage === "object") answer.tokenUsage = response.tokenUsage;
     if (typeof response.cost === "number" && Number.isFinite(response.cost)) answer.cost = response.cost;
-    if (response.cached === true) answer.cached = true;
+    if (typeof response.finishReason === "string") answer.finishReason = response.finishReason;
     return answer;
   }
 

@@ -6,7 +6,10 @@ prompt is the user message byte for byte; the only other message is the agent's 
 prompt (``system_prompt`` or ``system_prompt_file``), as production would send it.
 
 ``tools``, ``tool_choice`` and ``response_format`` are sent as written. The answer's
-``tool_calls`` become ``AgentOutput.tool_calls``; the text is only the message content. Servers
+``tool_calls`` become ``AgentOutput.tool_calls``; the text is only the message content. Where
+the answer is more than text, ``AgentOutput.data`` holds it as OpenAI-speaking tools (promptfoo's
+chat provider) read it: the parsed JSON of a ``json_schema`` reply, the message itself when it
+has text beside tool calls, the raw ``tool_calls`` when it has none. Servers
 differ: OpenAI and vLLM send ``arguments`` as a JSON string, llama.cpp (and some vLLM versions)
 as an object; Ollama may leave out the call ``id`` and ``usage``; the content beside tool calls
 is ``null`` or ``""``. All of these are read alike.
@@ -14,6 +17,7 @@ is ``null`` or ``""``. All of these are read alike.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +30,7 @@ from coalmine.errors import ProviderError
 from coalmine.providers._http import HttpClient, Site, check_response, json_body, new_client, send
 from coalmine.providers._tools import decode_arguments
 from coalmine.providers.agent_file import PersonaSettings, resolve_persona
-from coalmine.providers.base import AgentRequest, provider
+from coalmine.providers.base import AgentRequest, finish_reason, provider
 from coalmine.results import AgentOutput, ToolCall
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -129,6 +133,8 @@ class OpenAIProvider:
             message = payload["choices"][0]["message"]
             text = _message_text(message)
             tool_calls = _tool_calls(message.get("tool_calls"), warnings)
+            stopped = finish_reason(payload["choices"][0].get("finish_reason"))
+            data = _structured(message, self.settings.response_format)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise site.error(
                 f"unexpected response from {self.url} ({type(exc).__name__}: {exc}): "
@@ -142,6 +148,8 @@ class OpenAIProvider:
             usage=_usage(usage),
             tool_calls=tool_calls,
             warnings=warnings,
+            finish_reason=stopped,
+            data=data,
         )
 
     def cache_identity(self) -> dict[str, Any]:
@@ -177,6 +185,29 @@ def _message_text(message: dict[str, Any]) -> str:
     if content is None:  # an answer of tool calls only (some servers send "" instead)
         return ""
     raise TypeError(f"message content is {type(content).__name__}")
+
+
+def _structured(message: dict[str, Any], response_format: dict[str, Any] | None) -> Any:
+    """The answer when it is more than the text (else ``None``), as promptfoo reads a reply."""
+    content, calls = message.get("content"), message.get("tool_calls")
+    called = message.get("function_call") or calls
+    answer: Any
+    if content and called:
+        answer = content if isinstance(calls, list) and not calls else message
+    elif content is None or (content == "" and calls is not None and calls != ""):
+        answer = message.get("function_call") or calls
+    else:
+        answer = content
+    if isinstance(answer, str) and (response_format or {}).get("type") == "json_schema":
+        try:
+            answer = json.loads(answer, parse_constant=_not_json)
+        except ValueError:
+            pass  # promptfoo keeps a reply that does not parse as the text it is
+    return None if isinstance(answer, str) else answer
+
+
+def _not_json(word: str) -> Any:
+    raise ValueError(f"{word} is not JSON")
 
 
 def _tool_calls(calls: Any, warnings: list[str]) -> list[ToolCall]:

@@ -12,11 +12,12 @@ call is ``{"name", "arguments", "id"?}`` or an object with those attributes (its
 ``function(prompt, options, context)`` with JSON values (``options`` is the agent's
 ``options``; ``context`` is ``{"vars": …}``), and reads ``{"output", "error", "tokenUsage"}``:
 a truthy ``error`` fails the call with that message, a missing or null ``output`` fails it as
-"No output", an ``output`` that is not text becomes its JSON text. The code is named by
-``target`` or, as promptfoo names it, by ``file`` (a path, loaded under the file's name with its
-folder first on ``sys.path``) and ``function`` (``call_api`` unless given; ``Class.method``
-allowed). It runs in coalmine's own interpreter and working directory (promptfoo runs it in a
-worker process of ``python3`` from its own working directory).
+"No output", an ``output`` that is not text is kept as the answer's ``data`` (and its JSON text
+is the text). The code is named by ``target`` or, as promptfoo names it, by ``file`` (a path,
+loaded under the file's name with its folder first on ``sys.path``) and ``function``
+(``call_api`` unless given; ``Class.method`` allowed). It runs in coalmine's own interpreter
+and working directory (promptfoo runs it in a worker process of ``python3`` from its own
+working directory).
 """
 
 from __future__ import annotations
@@ -131,7 +132,11 @@ class PythonProvider:
             except ConventionError as exc:
                 raise self._error(str(exc), kind=exc.kind) from None
             return AgentOutput(
-                text=answer.text, usage=answer.usage, cost=answer.cost, value=answer.value
+                text=answer.text,
+                usage=answer.usage,
+                cost=answer.cost,
+                finish_reason=answer.finish_reason,
+                data=answer.data,
             )
         if isinstance(result, str):
             return AgentOutput(text=result)

@@ -47,7 +47,8 @@ class PromptfooProvider(BaseModel):
     label: str | None = None
     config: dict[str, Any] | None = None
     transform: Any = None
-    """JavaScript applied to each output (text or ``file://``), run in Node.js."""
+    """Code applied to each output: JavaScript (text or ``file://``, run in Node.js) or a
+    ``file://`` Python file."""
     delay: float | None = Field(None, ge=0)
     """Milliseconds waited after each answer."""
     env: dict[str, Any] | None = None
@@ -102,7 +103,8 @@ class PromptfooCase(BaseModel):
     provider: Any = None
     """A provider of the test's own (not run by coalmine: the row is an ERROR saying so)."""
     assert_scoring_function: Any = Field(None, alias="assertScoringFunction")
-    """promptfoo's custom scoring function (not run: the row is an ERROR saying so)."""
+    """promptfoo's custom scoring function (``file://x.js[:name]`` or ``file://x.py[:name]``):
+    its answer replaces the row's result."""
     tags: list[str] = []
     """coalmine's tags, for ``eval run tag:NAME``."""
 

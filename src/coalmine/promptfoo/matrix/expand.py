@@ -31,7 +31,7 @@ from coalmine.promptfoo.matrix.rules import (
     repeat_count,
     var_combinations,
 )
-from coalmine.promptfoo.matrix.sources import Problems, ReadError
+from coalmine.promptfoo.matrix.sources import Problems, ReadError, is_code_file, split_file_url
 from coalmine.promptfoo.matrix.testfiles import DeclaredTest, read_tests
 
 __all__ = ["MatrixTest", "build_tests"]
@@ -39,8 +39,8 @@ __all__ = ["MatrixTest", "build_tests"]
 _TEST_KEYS = {"description", "vars", "provider", "providers", "prompts", "providerOutput"}
 _TEST_KEYS |= {"assert", "assertScoringFunction", "options", "threshold", "metadata"}
 _TRANSFORM_VARS = (
-    "options.transformVars runs JavaScript before promptfoo expands list vars: "
-    "the vars here are expanded untransformed"
+    "options.transformVars: promptfoo runs it once on the test's vars before it expands list "
+    "vars (it sees each list whole); coalmine runs it on each expanded test's vars"
 )
 
 
@@ -103,6 +103,7 @@ class _Builder:
         self.providers = providers
         self._checked: dict[int, tuple[Any, Assertion | None]] = {}
         """Assertions already checked, by identity (the item is kept so its id stays unique)."""
+        self._scoring_checked: set[tuple[str, Path, int | None]] = set()
         self.default = self._default_test()
 
     def error(self, message: str, path: Path, line: int | None) -> None:
@@ -138,8 +139,6 @@ class _Builder:
                 line=config.line_of("defaultTest", "vars"),
             )
         result = default_test(raw, metadata=metadata, from_file=from_file)
-        if isinstance(result.get("options"), dict) and result["options"].get("transformVars"):
-            self.problems.warn(_TRANSFORM_VARS, path=config.path, line=line)
         self._check_filters(result, config.path, line, "defaultTest")
         self._assertions(
             result.get("assert"),
@@ -305,6 +304,26 @@ class _Builder:
                     line,
                 )
 
+    def _check_scoring_function(self, value: Any, path: Path, line: int | None) -> None:
+        """Refuse, as promptfoo does before it evaluates, a scoring function it cannot load."""
+        if not isinstance(value, str) or (value, path, line) in self._scoring_checked:
+            return
+        self._scoring_checked.add((value, path, line))
+        problem = None
+        if not value.startswith("file://"):
+            problem = "URL must start with file://"
+        else:
+            file, _ = split_file_url(value)
+            if not is_code_file(file):
+                problem = (
+                    "File must be a JavaScript (.js, .cjs, .mjs, .ts, .cts, .mts) or Python "
+                    "(.py) file"
+                )
+            elif not file.endswith(".py") and not (self.config.base_dir / file).is_file():
+                problem = f"no such file: {self.config.base_dir / file}"
+        if problem is not None:
+            self.error(f"assertScoringFunction {value!r}: {problem}", path, line)
+
     def _assertions(
         self, raw: Any, *, what: str, path: Path, line_of: Callable[[int], int | None]
     ) -> tuple[Assertion, ...] | None:
@@ -360,9 +379,6 @@ class _Builder:
         if assertions is None:
             return []
         options = test["options"]
-        own = data.get("options")
-        if isinstance(own, dict) and own.get("transformVars"):
-            self.problems.warn(_TRANSFORM_VARS, path=path, line=line)
         if options.get("disableVarExpansion"):
             combos = [test["vars"]]
         else:
@@ -371,6 +387,9 @@ class _Builder:
             except ReadError as exc:
                 self.error(exc.message, path, line)
                 return []
+        if options.get("transformVars") and combos != [test["vars"]]:
+            self.problems.warn(_TRANSFORM_VARS, path=path, line=line)
+        self._check_scoring_function(test["assertScoringFunction"], path, line)
         repeats = repeat_count(options.get("repeat"), global_repeat)
         description = test.get("description")
         common = {

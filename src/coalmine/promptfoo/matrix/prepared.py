@@ -108,15 +108,11 @@ def timeout_ms(extras: Mapping[str, Any]) -> float | None:
     return ms if ms is not None and ms > 0 else None
 
 
-def unsupported_reason(
-    *, prompt_kind: str, prompt_label: str, test_provider: Any, scoring_function: Any
-) -> str | None:
+def unsupported_reason(*, prompt_kind: str, prompt_label: str, test_provider: Any) -> str | None:
     """Why coalmine cannot run a row promptfoo would, or ``None``."""
     if prompt_kind != "template":
         what = "prompt function" if prompt_kind == "function" else "executable prompt"
         return f"a {what} ({prompt_label}) runs code to make the prompt"
     if test_provider is not None:
         return "a test with its own 'provider' (coalmine runs the config's providers)"
-    if scoring_function is not None:
-        return "assertScoringFunction (a custom scoring function) is not run"
     return None

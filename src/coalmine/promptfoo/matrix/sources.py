@@ -243,6 +243,32 @@ def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int]) ->
     return loader.construct_object(node, deep=True)
 
 
+def load_yaml_value(text: str) -> Any:
+    """Parse one YAML document as js-yaml's ``load(text, {json: true})``.
+
+    A repeated key's last value wins; keys become strings. ``ReadError`` when it is not YAML.
+    """
+    loader = _CoreLoader(text)
+    try:
+        node = loader.get_single_node()
+        return None if node is None else _string_keys(loader.construct_document(node))
+    except yaml.YAMLError as exc:
+        raise ReadError(f"invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def _string_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            (k if isinstance(k, str) else str(k) if isinstance(k, int) else js_stringify(k)):
+            _string_keys(v) for k, v in value.items()
+        }  # fmt: skip
+    if isinstance(value, list):
+        return [_string_keys(v) for v in value]
+    return value
+
+
 def load_json(text: str, *, path: Path) -> Doc:
     """Parse JSON as ``JSON.parse`` does; lines come from reading it as YAML when possible."""
     try:
