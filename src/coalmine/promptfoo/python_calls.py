@@ -38,6 +38,7 @@ import anyio
 __all__ = [
     "PythonScriptError",
     "ScriptVerdict",
+    "call_python",
     "python_executable",
     "run_python",
     "script_verdict",
@@ -49,7 +50,7 @@ _TIMEOUT = 120.0
 PASSED = "Assertion passed"
 
 _WRAPPER = """\
-import importlib.util, json, os, sys
+import asyncio, importlib.util, inspect, json, os, sys
 path, method, out = sys.argv[1], sys.argv[2], sys.argv[3]
 args = json.load(sys.stdin)
 sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -60,11 +61,12 @@ spec.loader.exec_module(module)
 target = module
 for part in method.split("."):
     target = getattr(target, part)
-result = target(*args)
+result = asyncio.run(target(*args)) if inspect.iscoroutinefunction(target) else target(*args)
 with open(out, "w", encoding="utf-8") as handle:
     json.dump({"type": "final_result", "data": result}, handle)
 """
-"""Loads the file, calls the function with the JSON arguments, writes the answer as JSON."""
+"""Loads the file, calls the function (awaited when it is async) with the JSON arguments,
+writes the answer as JSON, as promptfoo's ``wrapper.py`` does."""
 
 
 class PythonScriptError(Exception):
@@ -114,15 +116,10 @@ async def run_python(
         PythonScriptError: the process could not start, the script raised (its last
             traceback line is the message), timed out, or answered something that is not JSON.
     """
-    try:
-        payload = json.dumps(args, ensure_ascii=False, allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise PythonScriptError(
-            f"the output or context cannot be passed to Python: {exc}"
-        ) from None
+    payload = _payload(args)
     with tempfile.TemporaryDirectory(prefix="coalmine-python-") as tmp:
         out = Path(tmp) / "output.json"
-        command = [python or python_executable(), "-c", _WRAPPER, str(script), function, str(out)]
+        command = _command(script, function, out, python)
         try:
             with anyio.fail_after(timeout):
                 done = await anyio.run_process(
@@ -132,13 +129,61 @@ async def run_python(
             raise PythonScriptError(f"the script did not finish within {timeout:g} s") from None
         except OSError as exc:
             raise PythonScriptError(f"cannot run {command[0]}: {exc}") from None
-        if done.returncode != 0:
-            lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-            raise PythonScriptError(lines[-1] if lines else f"exit code {done.returncode}")
+        return _answer(done.returncode, done.stderr, out)
+
+
+def call_python(
+    script: Path,
+    function: str,
+    args: list[Any],
+    *,
+    cwd: Path,
+    python: str | None = None,
+    timeout: float = _TIMEOUT,
+) -> Any:
+    """:func:`run_python`, waited for: the code a config runs while it is read (test generators).
+
+    Raises:
+        PythonScriptError: as :func:`run_python`.
+    """
+    payload = _payload(args)
+    with tempfile.TemporaryDirectory(prefix="coalmine-python-") as tmp:
+        out = Path(tmp) / "output.json"
+        command = _command(script, function, out, python)
         try:
-            answer = json.loads(out.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise PythonScriptError(f"Invalid JSON returned by Python script: {exc}") from None
+            done = subprocess.run(
+                command, input=payload, cwd=cwd, check=False, timeout=timeout,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise PythonScriptError(f"the script did not finish within {timeout:g} s") from None
+        except OSError as exc:
+            raise PythonScriptError(f"cannot run {command[0]}: {exc}") from None
+        return _answer(done.returncode, done.stderr, out)
+
+
+def _payload(args: list[Any]) -> bytes:
+    try:
+        return json.dumps(args, ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise PythonScriptError(
+            f"the output or context cannot be passed to Python: {exc}"
+        ) from None
+
+
+def _command(script: Path, function: str, out: Path, python: str | None) -> list[str]:
+    return [python or python_executable(), "-c", _WRAPPER, str(script), function, str(out)]
+
+
+def _answer(returncode: int, stderr: bytes, out: Path) -> Any:
+    """The function's answer, or why there is none (the last line of its traceback)."""
+    if returncode != 0:
+        lines = stderr.decode("utf-8", errors="replace").strip().splitlines()
+        raise PythonScriptError(lines[-1] if lines else f"exit code {returncode}")
+    try:
+        answer = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PythonScriptError(f"Invalid JSON returned by Python script: {exc}") from None
     return answer.get("data") if isinstance(answer, dict) else None
 
 

@@ -5,19 +5,20 @@ is, however it was produced: a promptfoo config read by :mod:`coalmine.promptfoo
 an imported suite's line), a :class:`RowAgent` (who answers) and :class:`RowTools` (what a run
 shares: Node.js, the judge, the environment), and returns promptfoo's verdict for the row.
 
-The steps are promptfoo's ``runEval``: the ``file://`` vars are loaded and the prompt rendered
-(Nunjucks); the output is the test's ``providerOutput`` when it has one, else the agent's
-answer, after which the provider's ``delay`` is waited; the provider's ``transform`` and then
-the test's ``options.transform`` (or ``postprocess``) run in Node.js; the assertions are graded
-(:mod:`coalmine.promptfoo.checking`) and the row scored by
+The steps are promptfoo's ``runEval``: the ``file://`` vars are loaded, a prompt function is
+run and the prompt rendered (Nunjucks, with the config's filters: see
+:mod:`coalmine.promptfoo.prompt_code`); the output is the test's ``providerOutput`` when it has
+one, else the agent's answer, after which the provider's ``delay`` is waited; the provider's
+``transform`` and then the test's ``options.transform`` (or ``postprocess``) run in Node.js;
+the assertions are graded (:mod:`coalmine.promptfoo.checking`) and the row scored by
 :mod:`coalmine.promptfoo.scoring`.
 
 A row is an ERROR (``failureReason`` 2, score 0) when promptfoo's would be: the prompt does not
 render, the provider fails (coalmine's providers raise both for an ``error`` promptfoo's
 provider returns and for one it throws), a transform throws or returns nothing, an assertion
 is invalid or unknown. It is also an ERROR, saying ``unsupported`` and why, where coalmine
-cannot do what promptfoo would: a provider with no coalmine agent, a prompt function, a test
-that names its own provider or an ``assertScoringFunction``, JavaScript without Node.js. A
+cannot do what promptfoo would: a provider with no coalmine agent, a test that names its own
+provider or an ``assertScoringFunction``, JavaScript without Node.js. A
 provider that answers no output (``None``) gives promptfoo's ``No output`` failure, whose
 ``failureReason`` stays 0.
 """
@@ -39,11 +40,11 @@ from coalmine.errors import ProviderError
 from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.checking import AssertionScope, RowError, grade_assertions, unsupported_js
-from coalmine.promptfoo.matrix.filerefs import load_var_file
-from coalmine.promptfoo.matrix.sources import ReadError
+from coalmine.promptfoo.matrix.prepared import PromptCode
 from coalmine.promptfoo.node import JsError, JsUnsupported, NodeRuntime, NodeUnavailable
 from coalmine.promptfoo.node import transform_context as js_transform_context
-from coalmine.promptfoo.nunjucks import TemplateError, js_truthy, render_prompt
+from coalmine.promptfoo.nunjucks import js_truthy
+from coalmine.promptfoo.prompt_code import make_prompt
 from coalmine.promptfoo.scoring import (
     RowOutcome,
     empty_output_row,
@@ -81,8 +82,10 @@ class PromptfooRow:
     """The test as promptfoo holds it (``context.test`` of a ``javascript`` assertion)."""
     base_dir: Path
     """The promptfoo config's folder: ``file://`` paths and JavaScript start here."""
+    code: PromptCode = field(default_factory=PromptCode)
+    """What of the prompt runs code (a prompt function, the config's Nunjucks filters)."""
     unsupported: str | None = None
-    """Why coalmine cannot run this row (a prompt function …): the row is an ERROR."""
+    """Why coalmine cannot run this row (a test's own provider …): the row is an ERROR."""
     case_id: str | None = None
     """How the agent's call names the row (default: ``test N, prompt M``)."""
     phase: str | None = None
@@ -178,11 +181,11 @@ async def _evaluate(
 ) -> RowResult:
     if row.unsupported:
         raise RowError(f"unsupported: {row.unsupported}")
-    loaded = _load_vars(row)
-    try:
-        rendered = render_prompt(row.template, loaded, env=tools.env)
-    except TemplateError as exc:
-        raise RowError(str(exc)) from None
+    provider = {"id": agent.id, "label": agent.label, "config": dict(agent.config or {})}
+    rendered = await make_prompt(
+        row.template, row.vars, row.code, provider=provider, base_dir=row.base_dir,
+        node=tools.node, env=tools.env,
+    )  # fmt: skip
     state.rendered, state.vars = rendered.text, rendered.vars
     fixed = js_truthy(row.provider_output)
     started = tools.clock.monotonic()
@@ -220,7 +223,7 @@ async def _evaluate(
         prompt=rendered.text,
         variables=rendered.vars,
         test=row.test_case,
-        provider={"id": agent.id, "label": agent.label, "config": dict(agent.config or {})},
+        provider=provider,
         provider_response={**response, "output": output, "providerTransformedOutput": transformed},
         latency_ms=state.latency_ms,
         cost=cost,
@@ -233,19 +236,6 @@ async def _evaluate(
     outcomes = await grade_assertions(row.assertions, scope)
     grading = score_row(outcomes, threshold=row.threshold, variables=rendered.vars)
     return replace(result, outcome=graded_row(grading), output=output)
-
-
-def _load_vars(row: PromptfooRow) -> dict[str, Any]:
-    """The vars with each ``file://`` value replaced by what promptfoo reads from the file."""
-    loaded = {}
-    for name, value in row.vars.items():
-        if isinstance(value, str) and value.startswith("file://"):
-            try:
-                value = load_var_file(value, base_dir=row.base_dir)
-            except ReadError as exc:
-                raise RowError(f"var {name!r} ({value}): {exc.message}") from None
-        loaded[name] = value
-    return loaded
 
 
 async def _call(

@@ -36,12 +36,14 @@ from coalmine.engine.grading import judge_fn_for
 from coalmine.engine.wiring import Wiring, secret_values
 from coalmine.errors import CoalmineError, ConfigError
 from coalmine.graders.base import JudgeFn
+from coalmine.promptfoo.config_code import RunConfigCode
 from coalmine.promptfoo.importer import plain_data
 from coalmine.promptfoo.matrix import Matrix, ProviderRef, Row, load_matrix
 from coalmine.promptfoo.matrix.prepared import (
     config_env,
     default_delay_ms,
     prepared_test,
+    prompt_code,
     timeout_ms,
     unsupported_reason,
 )
@@ -126,7 +128,7 @@ async def run_promptfoo(
     environ = dict(os.environ if environ is None else environ)
     clock = clock or SystemClock()
     project = load_config(root, providers=provider_settings())
-    matrix = load_matrix(path, environ=environ, root=project.root)
+    matrix = load_matrix(path, environ=environ, root=project.root, code=RunConfigCode())
     inside = root_for(matrix.path, root=project.root)
     wiring = Wiring(None, tuple(secret_values(project)), None, None)
     mapped = map_providers(matrix.providers, base_dir=matrix.base_dir)
@@ -309,10 +311,8 @@ def row_spec(row: Row, matrix: Matrix, case: Mapping[str, Any]) -> PromptfooRow:
         provider_output=test.provider_output,
         test_case=case,
         base_dir=matrix.base_dir,
+        code=prompt_code(row.prompt, matrix.filters),
         unsupported=unsupported_reason(
-            prompt_kind=row.prompt.kind,
-            prompt_label=row.prompt.label,
-            test_provider=row.test.provider,
-            scoring_function=row.test.assert_scoring_function,
+            test_provider=row.test.provider, scoring_function=row.test.assert_scoring_function
         ),
     )

@@ -44,7 +44,7 @@ from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.grading import grading_result
-from coalmine.promptfoo.matrix.prepared import as_test_case, unsupported_reason
+from coalmine.promptfoo.matrix.prepared import PromptCode, as_test_case, unsupported_reason
 from coalmine.promptfoo.matrix.sources import reading_inside
 from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
@@ -226,11 +226,14 @@ def _row(
         provider_output=line.provider_output,
         test_case=line_test_case(line),
         base_dir=suite_base_dir(meta, suite_path),
+        code=PromptCode(
+            kind=source.prompt.kind,
+            ref=source.prompt.function,
+            config=source.prompt.config,
+            filters=source.nunjucks_filters,
+        ),
         unsupported=unsupported_reason(
-            prompt_kind=source.prompt.kind,
-            prompt_label=source.prompt.label,
-            test_provider=line.provider,
-            scoring_function=line.assert_scoring_function,
+            test_provider=line.provider, scoring_function=line.assert_scoring_function
         ),
         case_id=line.id,
         phase=suite,

@@ -33,9 +33,12 @@ class PromptfooPrompt(BaseModel):
     id: str | None = None
     config: dict[str, Any] | None = None
     """The prompt's ``config`` (what a transform sees as ``context.prompt.config``)."""
-    kind: Literal["template", "function", "executable"] = "template"
-    """A prompt function or an executable prompt runs code coalmine does not run: its rows are
-    ERRORs saying so."""
+    kind: Literal["template", "function", "exec"] = "template"
+    """``function``: a Python or JavaScript prompt function makes the prompt; ``exec``: a
+    command's output does (the suite's ``prompt_template`` is then the file's text)."""
+    function: str | None = None
+    """The prompt function (``file.py:name``, ``file.js`` …) or the command, relative to
+    ``base_dir``."""
 
 
 class PromptfooProvider(BaseModel):
@@ -70,6 +73,9 @@ class PromptfooSuite(BaseModel):
     provider: PromptfooProvider
     env: dict[str, str] = {}
     """What ``{{ env.NAME }}`` reads besides the environment (the config's ``env:``)."""
+    nunjucks_filters: dict[str, str] = {}
+    """The config's ``nunjucksFilters``: each filter's JavaScript file, relative to
+    ``base_dir``."""
 
 
 class PromptfooCase(BaseModel):
