@@ -400,10 +400,8 @@ def test_rows_that_cannot_run_are_counted_by_reason(tmp_path: Path) -> None:
     )
     found = plan_import(config, out_dir=tmp_path / "proj")
     # rows in promptfoo's order: (a, template), (a, function), (b, template), (b, function);
-    # a prompt function is named before a test's own provider
+    # the prompt function runs (it is no reason), the test's own provider does not
     assert found.unsupported_rows == (
-        "unsupported: a prompt function (prompts.py:make) runs code to make the prompt "
-        "(2 rows; they will be ERRORs)",
         "unsupported: a test with its own 'provider' (coalmine runs the config's providers) "
-        "(1 row; they will be ERRORs)",
+        "(2 rows; they will be ERRORs)",
     )

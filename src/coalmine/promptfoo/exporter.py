@@ -301,7 +301,9 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
     for case in suite.cases:
         line = case.promptfoo
         assert line is not None
-        data = line.model_dump(by_alias=True, exclude_defaults=True, exclude={"id", "test_idx"})
+        data = line.model_dump(
+            by_alias=True, exclude_defaults=True, exclude={"id", "test_idx", "repeat_index"}
+        )
         data.pop("tags", None)
         tests.append(_rebase_all(data, base, out_dir))
     config["tests"] = tests

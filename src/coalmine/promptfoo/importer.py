@@ -257,6 +257,8 @@ def _line(test: Any, line_id: str) -> dict[str, Any]:
     """A test as a suite line: its prepared form, with promptfoo's key names."""
     prepared = prepared_test(test)
     line: dict[str, Any] = {"id": line_id, "testIdx": test.index}
+    if test.repeat_index:
+        line["repeatIndex"] = test.repeat_index
     line.update(prepared)
     options = dict(prepared["options"])
     if test.prefix:

@@ -61,11 +61,20 @@ from coalmine.promptfoo.nunjucks import (
 )
 from coalmine.promptfoo.python_calls import PythonScriptError, python_executable, run_python
 
-__all__ = ["PromptCode", "make_prompt"]
+__all__ = ["PromptCode", "make_prompt", "runtime_vars"]
 
 EXEC_TIMEOUT_MS = 60_000
 """How long an ``exec:`` prompt may run unless its config says ``timeout``."""
 _ANSI = re.compile(r"\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
+
+
+def runtime_vars(
+    *, eval_id: str | None, test_idx: int, prompt_idx: int, repeat_index: int
+) -> dict[str, Any]:
+    """The vars promptfoo adds to each row's while it makes the prompt (``getEvalRuntimeVars``)."""
+    found: dict[str, Any] = {"__evalId": eval_id} if eval_id else {}
+    step = f"test-{test_idx}-prompt-{prompt_idx}-repeat-{repeat_index}"
+    return {**found, "__evalStepId": step, "__repeatIndex": repeat_index}
 
 
 async def make_prompt(
@@ -77,6 +86,7 @@ async def make_prompt(
     base_dir: Path,
     node: NodeRuntime,
     env: Mapping[str, str],
+    runtime: Mapping[str, Any] | None = None,
 ) -> RenderedPrompt:
     """Load the vars, run the prompt function if any, and render the prompt.
 
@@ -88,24 +98,32 @@ async def make_prompt(
         base_dir: The config's folder (files and commands start there).
         node: Runs the JavaScript.
         env: What ``{{ env.NAME }}`` reads.
+        runtime: :func:`runtime_vars`: seen by the code and the templates, not kept in the
+            vars the result holds.
 
     Raises:
         RowError: promptfoo would make the row an ERROR (the message says why).
     """
-    loaded = await _load_vars(template, variables, provider=provider, base_dir=base_dir, node=node)
+    extra = dict(runtime or {})
+    loaded = await _load_vars(
+        template, {**variables, **extra}, provider=provider, base_dir=base_dir, node=node
+    )
     if code.kind != "template":
         template = await _run_prompt(code, loaded, provider=provider, base_dir=base_dir, node=node)
     render = partial(render_prompt, template, loaded, env=env)
     try:
         if not code.filters:
-            return render()
-        # a filter answers from Node.js, which this event loop runs: render in a thread
-        filters = _js_filters(code.filters, base_dir=base_dir, node=node)
-        return await anyio.to_thread.run_sync(partial(render, filters=filters))
+            rendered = render()
+        else:
+            # a filter answers from Node.js, which this event loop runs: render in a thread
+            filters = _js_filters(code.filters, base_dir=base_dir, node=node)
+            rendered = await anyio.to_thread.run_sync(partial(render, filters=filters))
     except TemplateError as exc:
         raise RowError(str(exc)) from None
     except ReadError as exc:
         raise RowError(f"nunjucksFilters: {exc.message}") from None
+    kept = {k: v for k, v in rendered.vars.items() if k not in extra}
+    return RenderedPrompt(rendered.text, kept)
 
 
 # --- vars -------------------------------------------------------------------------------------

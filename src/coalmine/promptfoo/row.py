@@ -44,7 +44,7 @@ from coalmine.promptfoo.matrix.prepared import PromptCode
 from coalmine.promptfoo.node import JsError, JsUnsupported, NodeRuntime, NodeUnavailable
 from coalmine.promptfoo.node import transform_context as js_transform_context
 from coalmine.promptfoo.nunjucks import js_truthy
-from coalmine.promptfoo.prompt_code import make_prompt
+from coalmine.promptfoo.prompt_code import make_prompt, runtime_vars
 from coalmine.promptfoo.scoring import (
     RowOutcome,
     empty_output_row,
@@ -92,6 +92,8 @@ class PromptfooRow:
     """The suite the row belongs to, when it is an imported suite's line."""
     repeat: int = 0
     """Which repeat of the row this is (each has its own cache and cassette entry)."""
+    repeat_index: int = 0
+    """promptfoo's ``repeatIndex`` of the test (``evaluateOptions.repeat``)."""
 
     @property
     def name(self) -> str:
@@ -131,6 +133,8 @@ class RowTools:
     pricing: Mapping[str, Price] = field(default_factory=dict)
     """coalmine.yaml's ``pricing:``: what an agent's tokens cost (``cost`` assertions)."""
     clock: Clock = field(default_factory=SystemClock)
+    eval_id: str | None = None
+    """The run's id in promptfoo's form (what code sees as the var ``__evalId``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,9 +186,13 @@ async def _evaluate(
     if row.unsupported:
         raise RowError(f"unsupported: {row.unsupported}")
     provider = {"id": agent.id, "label": agent.label, "config": dict(agent.config or {})}
+    runtime = runtime_vars(
+        eval_id=tools.eval_id, test_idx=row.test_idx, prompt_idx=row.prompt_idx,
+        repeat_index=row.repeat_index,
+    )  # fmt: skip
     rendered = await make_prompt(
         row.template, row.vars, row.code, provider=provider, base_dir=row.base_dir,
-        node=tools.node, env=tools.env,
+        node=tools.node, env=tools.env, runtime=runtime,
     )  # fmt: skip
     state.rendered, state.vars = rendered.text, rendered.vars
     fixed = js_truthy(row.provider_output)

@@ -47,6 +47,7 @@ from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.matrix.prepared import PromptCode, as_test_case, unsupported_reason
 from coalmine.promptfoo.matrix.sources import reading_inside
 from coalmine.promptfoo.node import NodeRuntime
+from coalmine.promptfoo.report import eval_id
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
 from coalmine.promptfoo.scoring import ComponentResult
 from coalmine.results import OUTPUT_LIMIT
@@ -152,8 +153,9 @@ class _LineRunner:
         self._root = root
         self._node = NodeRuntime()
         self._tools = RowTools(
-            node=self._node, env=dict(os.environ), timeout=timeout, pricing=pricing, clock=clock
-        )
+            node=self._node, env=dict(os.environ), timeout=timeout, pricing=pricing, clock=clock,
+            eval_id=eval_id(clock.now()),
+        )  # fmt: skip
 
     async def run(
         self,
@@ -238,6 +240,7 @@ def _row(
         case_id=line.id,
         phase=suite,
         repeat=rep,
+        repeat_index=line.repeat_index,
     )
 
 

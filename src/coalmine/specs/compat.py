@@ -87,6 +87,8 @@ class PromptfooCase(BaseModel):
     """Stable and unique within the suite (coalmine's; promptfoo numbers tests instead)."""
     test_idx: int = Field(0, ge=0, alias="testIdx")
     """promptfoo's ``testIdx``."""
+    repeat_index: int = Field(0, ge=0, alias="repeatIndex")
+    """promptfoo's ``repeatIndex`` (a test repeated by ``evaluateOptions.repeat``)."""
     description: str | None = None
     vars: dict[str, Any] = {}
     """As written: templates rendered and ``file://`` values read when the line runs."""

@@ -32,6 +32,7 @@ from coalmine.promptfoo.matrix.sources import (
     glob_files,
     load_yaml_text,
     read_text,
+    require_inside,
 )
 
 __all__ = ["CONFIG_FILE", "RawConfig", "js_falsy", "load_config", "read_filters"]
@@ -278,6 +279,11 @@ def read_filters(config: RawConfig, problems: Problems) -> dict[str, str]:
                 path=config.path,
                 line=line,
             )
+            continue
+        try:
+            require_inside(config.base_dir / matches[-1])
+        except ReadError as exc:
+            problems.error(f"nunjucksFilters.{name}: {exc.message}", path=config.path, line=line)
             continue
         found[str(name)] = matches[-1]
     return found
