@@ -255,7 +255,10 @@ def test_nunjucks_filters_are_found_as_promptfoo_finds_them(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("filters", "message"),
     [
-        ("nunjucksFilters: [a.js]", ":3: nunjucksFilters must map filter names to JavaScript files"),
+        (
+            "nunjucksFilters: [a.js]",
+            ":3: nunjucksFilters must map filter names to JavaScript files",
+        ),
         ("nunjucksFilters:\n  x: 3", ":4: nunjucksFilters.x must be a path, not 3"),
         ("nunjucksFilters:\n  x: ../out.js", ":4: nunjucksFilters.x: "),
     ],

@@ -15,7 +15,10 @@ assertion's ``threshold``; anything else is read with JavaScript's ``parseFloat`
 above 0 (at ``>= threshold`` with one). ``not-python`` inverts ``pass``. A failing reason is
 ``Python code returned false`` and, for inline code, a newline and the code.
 
-The config author's code is trusted, as in promptfoo: it runs with coalmine's environment.
+The same wrapper calls the config's other Python functions (var loaders, prompt functions, test
+generators: :func:`call_python` waits for one while a config is read), awaiting an ``async``
+one, as promptfoo's ``wrapper.py`` does. The config author's code is trusted, as in promptfoo:
+it runs with coalmine's environment.
 """
 
 from __future__ import annotations

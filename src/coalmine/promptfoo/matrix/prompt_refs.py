@@ -8,8 +8,9 @@ label promptfoo gives it (an inline prompt's label is its text; a text file's is
 ``<path>: <prompt>``, or ``<label>: <path>: <prompt>``), with ``<path>`` relative to the config's
 folder, as promptfoo shows it when run there (``-c promptfooconfig.yaml``).
 
-Python and JavaScript prompt functions and executables are kept as data (``kind`` says so): they
-run code, which this module never does.
+Python and JavaScript prompt functions and executables are kept as data (``kind`` says so; the
+command after ``exec:`` read as a path, as promptfoo reads it): they run code, which this module
+never does (:mod:`coalmine.promptfoo.prompt_code` runs them when a row is made).
 """
 
 from __future__ import annotations
