@@ -74,9 +74,13 @@ def run_promptfoo(executable: str, config: Path, out: Path) -> tuple[Rows | None
     return by_place(json.loads(out.read_text(encoding="utf-8"))), ""
 
 
-def coalmine(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def coalmine(*args: str, cwd: Path, promptfoo: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "coalmine", *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    # promptfoo on PATH, as a promptfoo user has it: coalmine loads TypeScript with its tsx
+    found = shutil.which(promptfoo)
+    folder = str(Path(found).parent) if found else ""
+    path = os.pathsep.join(p for p in (folder, os.environ.get("PATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PATH": path}
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
 
 
@@ -151,16 +155,20 @@ def compare(folder: Path, executable: str, work: Path) -> Outcome:
 
     out = work / "direct.json"
     done = coalmine("eval", "run", "--promptfoo", str(config), "--format", "promptfoo",
-                    "-o", str(out), "--display", "plain", cwd=config.parent)  # fmt: skip
+                    "-o", str(out), "--display", "plain", cwd=config.parent,
+                    promptfoo=executable)  # fmt: skip
     count("direct", *coalmine_rows(done, out), theirs, outcome)
 
-    done = coalmine("import", "promptfoo", str(config), "--out", str(project), cwd=project)
+    done = coalmine(
+        "import", "promptfoo", str(config), "--out", str(project), cwd=project, promptfoo=executable
+    )
     if done.returncode not in (0, 1):
         outcome.notes.append(f"import exited {done.returncode}: {done.stdout + done.stderr}")
         return outcome
     out = work / "imported.json"
     done = coalmine("eval", "run", "--root", str(project), "--format", "promptfoo",
-                    "-o", str(out), "--display", "plain", cwd=project)  # fmt: skip
+                    "-o", str(out), "--display", "plain", cwd=project,
+                    promptfoo=executable)  # fmt: skip
     count("imported", *coalmine_rows(done, out), theirs, outcome)
 
     for suite in sorted((project / "harness" / "evals").glob("*.yaml")):
@@ -176,7 +184,7 @@ def exported_rows(
     lines = [json.loads(x) for x in suite.with_suffix(".jsonl").read_text().splitlines()]
     folder = work / "exported" / suite.stem
     done = coalmine("export", "promptfoo", suite.stem, "--root", str(project),
-                    "--out", str(folder / CONFIG), cwd=project)  # fmt: skip
+                    "--out", str(folder / CONFIG), cwd=project, promptfoo=executable)  # fmt: skip
     if done.returncode not in (0, 1) or not (folder / CONFIG).exists():
         outcome.notes.append(f"export {suite.stem} exited {done.returncode}: {done.stdout}")
         return

@@ -240,3 +240,47 @@ def test_a_python_providers_cost_and_tokens_reach_the_document(
     assert costs(ours) == costs(theirs)
     # the provider reported 0.25 on two rows: its column's metrics add them up
     assert ours["results"]["prompts"][1]["metrics"]["cost"] == 0.5
+
+
+def test_a_test_generator_that_raises_exits_2_naming_the_config_line_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PROMPTFOO_PYTHON", sys.executable)
+    (tmp_path / "gen.py").write_text("def make():\n    raise ValueError('no tests today')\n")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text("prompts: [hi]\nproviders: [echo]\ntests:\n  - file://gen.py:make\n")
+    assert coalmine("--promptfoo", str(config), root=tmp_path) == 2
+    err = capsys.readouterr().err
+    assert f"{config}:4: tests from file://gen.py:make: Error running Python script" in err
+    assert "ValueError: no tests today" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_a_nunjucks_filter_that_does_not_load_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.js").write_text("module.exports = ;\n")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text("prompts: [hi]\nproviders: [echo]\nnunjucksFilters:\n  bad: bad.js\n")
+    assert coalmine("--promptfoo", str(config), root=tmp_path) == 2
+    err = capsys.readouterr().err
+    assert f"error: {config}: nunjucksFilters.bad: bad.js does not load: SyntaxError" in err
+
+
+def test_format_promptfoo_names_the_imported_suites_that_could_not_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copy(REPORT / "report_d.yaml", tmp_path / "promptfooconfig.yaml")
+    assert (
+        main(
+            ["import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(tmp_path)]
+        )
+        == 0
+    )
+    [suite] = (tmp_path / "harness" / "evals").glob("*.yaml")
+    suite.write_text(suite.read_text().replace("prompt_idx: 0", "prompt_idx: -1"))
+    capsys.readouterr()
+    assert coalmine("--format", "promptfoo", root=tmp_path) == 2
+    err = capsys.readouterr().err
+    assert "(no suite could be read); not read:" in err
+    assert f"{suite}:" in err and "promptfoo.prompt_idx" in err

@@ -219,11 +219,58 @@ def test_every_problem_is_reported_at_once() -> None:
     assert caught.value.path == folder / "tests/bad.yaml"
 
 
-def test_custom_nunjucks_filters_are_not_loaded_and_say_so(tmp_path: Path) -> None:
+def test_nunjucks_filters_are_found_as_promptfoo_finds_them(tmp_path: Path) -> None:
+    for name in ("filters/shout.js", "filters/b/wrap.js"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("module.exports = (v) => v;\n")
     config = tmp_path / "promptfooconfig.yaml"
-    config.write_text("prompts: [hi]\nproviders: [echo]\nnunjucksFilters:\n  shout: ./shout.js\n")
-    matrix = load_matrix(config)
-    assert matrix.warnings == (
-        f"{config}:3: nunjucksFilters: custom Nunjucks filters are JavaScript coalmine does not "
-        "load: a template that uses one fails to render (its row is an ERROR)",
+    config.write_text(
+        "prompts: [hi]\n"
+        "providers: [echo]\n"
+        "nunjucksFilters:\n"
+        "  shout: ./filters/shout.js\n"
+        "  wrap: filters/*/wrap.js\n"
+        "  url: file://filters/shout.js\n"
+        "  gone: filters/gone.js\n"
+        "  abs: /filters/shout.js\n"
     )
+    matrix = load_matrix(config)
+    # a path (a glob too) is joined to the config's folder as written: file:// and a missing
+    # file define no filter, and a leading / stays inside the folder
+    assert matrix.filters == {
+        "shout": "filters/shout.js",
+        "wrap": "filters/b/wrap.js",
+        "abs": "filters/shout.js",
+    }
+    assert "nunjucksFilters" not in matrix.extras
+    assert matrix.warnings == (
+        f"{config}:6: nunjucksFilters.url: file://filters/shout.js matches no file, so promptfoo "
+        "defines no 'url' filter and a template that uses it fails to render (promptfoo reads it "
+        "as a path: write it without file://)",
+        f"{config}:7: nunjucksFilters.gone: filters/gone.js matches no file, so promptfoo "
+        "defines no 'gone' filter and a template that uses it fails to render",
+    )
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        (
+            "nunjucksFilters: [a.js]",
+            ":3: nunjucksFilters must map filter names to JavaScript files",
+        ),
+        ("nunjucksFilters:\n  x: 3", ":4: nunjucksFilters.x must be a path, not 3"),
+        ("nunjucksFilters:\n  x: ../out.js", ":4: nunjucksFilters.x: "),
+    ],
+)
+def test_bad_nunjucks_filters_are_errors_at_their_line(
+    tmp_path: Path, filters: str, message: str
+) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (tmp_path / "out.js").write_text("module.exports = (v) => v;\n")
+    config = folder / "promptfooconfig.yaml"
+    config.write_text(f"prompts: [hi]\nproviders: [echo]\n{filters}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_matrix(config)
+    assert str(caught.value).startswith(f"{config}{message}")

@@ -402,3 +402,51 @@ def test_a_line_edited_after_import_is_exported_whole_without_the_defaulttest(
     assert "defaultTest" not in exported
     assert exported["tests"][0]["assert"] == [{"type": "contains", "value": "Ada"}]
     assert exported["tests"][1]["vars"] == {"greeting": "Hi", "name": "Bob"}
+
+
+def test_code_prompts_and_filters_go_back_with_their_paths_for_the_new_folder(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    source = project / "promptfoo"
+    (source / "bin").mkdir(parents=True)
+    (source / "code.py").write_text("def make(context):\n    return 'Made {{ n | twice }}'\n")
+    (source / "twice.js").write_text("module.exports = (v) => `${v}${v}`;\n")
+    (source / "bin" / "gen.py").write_text(
+        "import json, sys, os\nprint('Exec', os.path.basename(os.getcwd()), json.loads(sys.argv[-1])['vars']['n'])\n"
+    )
+    config = source / "promptfooconfig.yaml"
+    config.write_text(
+        "nunjucksFilters: {twice: twice.js}\n"
+        "prompts:\n"
+        "  - file://code.py:make\n"
+        "  - id: exec:python3 bin/gen.py\n"
+        "    label: exec prompt\n"
+        "    config: {k: 1}\n"
+        "providers: [echo]\n"
+        "tests: [{vars: {n: ab}}]\n"
+    )
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code == 0, output
+    exported, rendered = {}, set()
+    for suite in sorted((project / "harness" / "evals").glob("*.yaml")):
+        out = tmp_path / "elsewhere" / suite.stem / "promptfooconfig.yaml"
+        code, output = export(project, suite.stem, out)
+        assert code == 0, output
+        exported[suite.stem] = yaml.safe_load(out.read_text(encoding="utf-8"))
+        assert exported[suite.stem]["nunjucksFilters"] == {
+            "twice": "../../project/promptfoo/twice.js"
+        }
+        [row] = run(out, tmp_path).rows
+        rendered.add(row.result.rendered_prompt)
+    assert rendered == {"Made abab", "Exec promptfoo ab"}  # the filter, the original folder
+    prompts = sorted((c["prompts"][0] for c in exported.values()), key=lambda p: p["label"])
+    # the command stays as promptfoo read it, and runs in the original folder (its basePath)
+    assert prompts == [
+        {"raw": "file://../../project/promptfoo/code.py:make", "label": "code.py:make"},
+        {
+            "raw": "exec:python3 bin/gen.py",
+            "label": "exec prompt",
+            "config": {"k": 1, "basePath": "../../project/promptfoo"},
+        },
+    ]

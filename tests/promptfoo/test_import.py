@@ -327,3 +327,39 @@ def test_imported_model_providers_call_the_vendors_protocols_and_keep_keys_out(
     for path in written:
         data = path.read_bytes()
         assert b"sk-openai-secret-0001" not in data and b"sk-ant-secret-0002" not in data, path
+
+
+def test_imported_code_prompts_loaders_and_generators_run_as_promptfoo_runs_them(
+    tmp_path: Path,
+) -> None:
+    # rows as promptfoo 0.121.20 gives them (the parity configs compare whole folders live)
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "code.py").write_text(
+        "def make(context):\n"
+        "    return 'Made for ' + context['vars']['name']\n"
+        "def get_var(name, prompt, other):\n"
+        "    return {'output': ' loaded ' + other['name'] + ' '}\n"
+        "def tests():\n"
+        "    return [{'vars': {'name': 'Ada', 'extra': 'file://code.py'}},\n"
+        "            {'vars': {'name': 'Bo', 'extra': 'x'}, 'assert': [{'type': 'contains', 'value': 'Ada'}]}]\n"
+    )
+    (source / "gen.py").write_text(
+        "import json, sys\nprint('Exec for', json.loads(sys.argv[-1])['vars']['name'])\n"
+    )
+    config = source / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Hi {{ name }}{{ extra }}', file://code.py:make, 'exec:python3 gen.py']\n"
+        "providers: [echo]\n"
+        "tests: file://code.py:tests\n"
+    )
+    code, rows = import_and_run(config, tmp_path / "project")
+    assert code == 1
+    verdicts = {(r["testIdx"], r["promptIdx"]): r["success"] for r in rows}
+    assert verdicts == {
+        (0, 0): True, (0, 1): True, (0, 2): True, (1, 0): False, (1, 1): False, (1, 2): False,
+    }  # fmt: skip
+    prompts = {(r["testIdx"], r["promptIdx"]): r["_attempt"].record["prompt"] for r in rows}
+    assert prompts[(0, 0)] == "Hi Adaloaded Ada"
+    assert prompts[(0, 1)] == "Made for Ada"
+    assert prompts[(1, 2)] == "Exec for Bo"

@@ -417,12 +417,10 @@ def test_rows_that_cannot_run_are_counted_by_reason(tmp_path: Path) -> None:
     )
     found = plan_import(config, out_dir=tmp_path / "proj")
     # rows in promptfoo's order: (a, template), (a, function), (b, template), (b, function);
-    # a prompt function is named before a test's own provider
+    # the prompt function runs (it is no reason), the test's own provider does not
     assert found.unsupported_rows == (
-        "unsupported: a prompt function (prompts.py:make) runs code to make the prompt "
-        "(2 rows; they will be ERRORs)",
         "unsupported: a test with its own 'provider' (coalmine runs the config's providers) "
-        "(1 row; they will be ERRORs)",
+        "(2 rows; they will be ERRORs)",
     )
 
 
@@ -453,3 +451,37 @@ def test_code_coalmine_runs_is_not_listed_as_rows_that_cannot_run(tmp_path: Path
     assert first["options"]["transformVars"] == "file://t.py:get_transform"
     assert second["assertScoringFunction"] == "file://score.py:func"
     assert second["options"]["transformVars"] == "({...vars, y: 1})"
+
+
+def test_a_suite_carries_what_its_code_needs_and_loads(tmp_path: Path) -> None:
+    (tmp_path / "p.py").write_text("def make(context):\n    return 'hi'\n")
+    (tmp_path / "gen.sh").write_text("#!/bin/sh\necho hi\n")
+    (tmp_path / "shout.js").write_text("module.exports = (v) => v;\n")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "nunjucksFilters: {shout: ./shout.js}\n"
+        "prompts: [file://p.py:make, 'exec:./gen.sh --loud']\n"
+        "providers: [echo]\n"
+        "evaluateOptions: {repeat: 2}\n"
+        "tests:\n"
+        "  - vars: {x: file://p.py}\n",
+        encoding="utf-8",
+    )
+    found = plan_import(config, out_dir=tmp_path / "proj")
+    assert found.unsupported_rows == ()
+    prompts = [suite.meta["promptfoo"]["prompt"] for suite in found.suites]
+    assert prompts == [
+        {"label": "p.py:make", "kind": "function", "function": "p.py:make"},
+        {"label": "gen.sh --loud", "kind": "exec", "function": "gen.sh --loud"},
+    ]
+    assert {s.meta["promptfoo"]["nunjucks_filters"]["shout"] for s in found.suites} == {"shout.js"}
+    assert [line.get("repeatIndex") for line in lines(found.suites[0])] == [None, 1]
+    for suite in found.suites:
+        index = scan_suite(
+            write_suite(tmp_path / "proj" / SUITES_DIR, suite), grader_configs=grader_configs()
+        )
+        assert index.bad == []
+        assert index.meta.promptfoo is not None
+        assert index.meta.promptfoo.prompt.kind == suite.meta["promptfoo"]["prompt"]["kind"]
+        assert index.meta.promptfoo.nunjucks_filters == {"shout": "shout.js"}
+        assert [index.read(i).promptfoo.repeat_index for i in range(2)] == [0, 1]  # type: ignore[union-attr]

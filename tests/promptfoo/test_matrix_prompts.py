@@ -161,6 +161,42 @@ def test_code_prompts_are_kept_as_data(tmp_path: Path) -> None:
     assert prompts[2].raw == "echo hi\n"
 
 
+def test_an_executable_prompts_command_is_read_as_a_path_as_promptfoo_reads_it(
+    tmp_path: Path,
+) -> None:
+    # labels as promptfoo 0.121.20 gave them, run from the config's folder: the command after
+    # exec: is normalised as a path (so ./gen.sh loses its ./, and is then looked up on PATH)
+    files = {"gen.sh": "#!/bin/sh\necho hi\n", "tools/x.py": "print(1)\n"}
+    prompts = (
+        "  - exec:./gen.sh first\n"
+        "  - 'exec: ./gen.sh spaced'\n"
+        "  - exec:python3 tools/./x.py 'two words'\n"
+        "  - exec:file://tools/../gen.sh\n"
+        "  - id: exec:./gen.sh\n"
+        "    label: mine\n"
+        "    config: {timeout: 5}"
+    )
+
+    found = load_matrix(_config(tmp_path, prompts, files)).prompts
+
+    assert [(p.kind, p.label, p.function) for p in found] == [
+        ("exec", "gen.sh first", "gen.sh first"),
+        ("exec", " ./gen.sh spaced", " ./gen.sh spaced"),
+        ("exec", "python3 tools/x.py 'two words'", "python3 tools/x.py 'two words'"),
+        ("exec", "gen.sh", "gen.sh"),
+        ("exec", "mine", "gen.sh"),
+    ]
+    # the raw text is the script's when the command's first word is a readable file
+    assert [p.raw for p in found] == [
+        "#!/bin/sh\necho hi\n",
+        "#!/bin/sh\necho hi\n",
+        "python3 tools/x.py 'two words'",
+        "#!/bin/sh\necho hi\n",
+        "#!/bin/sh\necho hi\n",
+    ]
+    assert found[4].config == {"timeout": 5}
+
+
 def test_the_output_id_is_the_sha256_of_the_label(tmp_path: Path) -> None:
     prompt = load_matrix(_config(tmp_path, "  - id: mine\n    label: L\n    raw: R")).prompts[0]
 

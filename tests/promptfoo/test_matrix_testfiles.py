@@ -197,7 +197,10 @@ def test_a_test_must_set_something(tmp_path: Path) -> None:
         _matrix(tmp_path, "tests:\n  - description: nothing else\n", {})
 
 
-def test_sources_that_run_code_or_reach_the_network_are_errors(tmp_path: Path) -> None:
+def test_sources_that_need_a_reader_the_network_or_code_not_given_are_errors(
+    tmp_path: Path,
+) -> None:
+    # read without a ConfigCode (the pure reader runs nothing): generators are errors that say so
     config = (
         "tests:\n"
         "  - file://gen.py:make_tests\n"
@@ -211,13 +214,13 @@ def test_sources_that_run_code_or_reach_the_network_are_errors(tmp_path: Path) -
 
     assert str(caught.value).splitlines() == [
         "4 problems in the promptfoo config:",
-        f"  {tmp_path / 'promptfooconfig.yaml'}:4: tests from file://gen.py:make_tests need code "
-        "or a spreadsheet reader: not supported",
+        f"  {tmp_path / 'promptfooconfig.yaml'}:4: tests from file://gen.py:make_tests are made "
+        "by code, which is not run here",
         f"  {tmp_path / 'promptfooconfig.yaml'}:5: tests from huggingface://datasets/x/y are "
         "fetched over the network: not supported",
-        f"  {tmp_path / 'promptfooconfig.yaml'}:6: tests from file://gen.js need code or a "
-        "spreadsheet reader: not supported",
-        f"  {tmp_path / 'promptfooconfig.yaml'}:7: tests from file://sheet.xlsx need code or a "
+        f"  {tmp_path / 'promptfooconfig.yaml'}:6: tests from file://gen.js are made by code, "
+        "which is not run here",
+        f"  {tmp_path / 'promptfooconfig.yaml'}:7: tests from file://sheet.xlsx need a "
         "spreadsheet reader: not supported",
     ]
 

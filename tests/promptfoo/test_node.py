@@ -283,15 +283,45 @@ async def test_transform_errors(js: NodeRuntime) -> None:
         await transform(js, "file://transform.js:shout", output=None, context={"vars": {}})
 
 
+@pytest.mark.usefixtures("path_without_promptfoo")
 async def test_what_does_not_run_here_is_unsupported(js: NodeRuntime) -> None:
     with pytest.raises(JsUnsupported, match="returned a function"):
         await transform(js, "(output) => output.toUpperCase()")
     with pytest.raises(JsUnsupported, match="Python transforms"):
         await transform(js, "file://transform.py")
-    with pytest.raises(JsUnsupported, match="TypeScript"):
+    with pytest.raises(JsUnsupported, match="TypeScript, which promptfoo loads through the tsx"):
         await grade(js, "file://check.ts")
     with pytest.raises(JsUnsupported, match="check.py"):
         await grade(js, "file://check.py")
+
+
+@pytest.mark.usefixtures("promptfoo_on_path")
+async def test_typescript_files_load_through_the_tsx_of_the_promptfoo_on_path(
+    tmp_path: Path,
+) -> None:
+    files = {
+        "check.ts": "export default (o: string): boolean => o.startsWith('hello');\n"
+        "export const named = (o: string): number => o.length;\n",
+        "score.cts": "module.exports = { score: (o: string): number => o.length / 100 };\n",
+        "end.mts": "export default (o: string, c: { vars: { name: string } }) => o.endsWith(c.vars.name);\n",
+        "upper.ts": "export default (o: string): string => o.toUpperCase();\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    async with NodeRuntime() as runtime:
+        found = [
+            (r.passed, r.score)
+            for r in [
+                await grade(runtime, "file://check.ts", base_dir=tmp_path),
+                await grade(runtime, "file://score.cts:score", base_dir=tmp_path),
+                await grade(runtime, "file://end.mts", base_dir=tmp_path),
+            ]
+        ]
+        assert found == [(True, 1.0), (True, 0.11), (True, 1.0)]
+        assert await transform(runtime, "file://upper.ts", base_dir=tmp_path) == "HELLO WORLD"
+        # as in promptfoo, a named export of a module with a default one is not found
+        with pytest.raises(JsError, match="Cannot read properties of undefined"):
+            await grade(runtime, "file://check.ts:named", base_dir=tmp_path)
 
 
 async def test_transform_chain_and_contexts(js: NodeRuntime) -> None:

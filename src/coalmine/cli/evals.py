@@ -240,10 +240,16 @@ def _require_imported(plan: EvalPlan) -> None:
     """``--format promptfoo`` and ``-o`` write promptfoo's document: imported suites only."""
     others = [s.name for s in plan.suites if s.index.meta.compat != "promptfoo"]
     if others or not plan.suites:
+        if others:
+            why = f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} not"
+        else:
+            why = "no suite could be read" if plan.broken else "there are no suites"
+        # a suite that could not be read is named with why, or the reason would stay hidden
+        unread = "".join(f"\n  {b.message}" for b in plan.broken)
         raise UsageError(
             "--format promptfoo and --output write promptfoo's result file: they go with "
-            "--promptfoo CONFIG, or with suites imported by 'coalmine import promptfoo' "
-            f"({', '.join(others) or 'no suites'} {'is' if len(others) == 1 else 'are'} not)"
+            f"--promptfoo CONFIG, or with suites imported by 'coalmine import promptfoo' ({why})"
+            + (f"; not read:{unread}" if unread else "")
         )
 
 

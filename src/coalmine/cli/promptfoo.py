@@ -39,9 +39,11 @@ def import_promptfoo_command(config: Path, out_dir: Path, name: str | None, forc
     Each column promptfoo shows (a prompt run by a provider) becomes a 'compat: promptfoo'
     suite whose lines are the config's tests, rendered with Nunjucks and scored by promptfoo's
     rules when 'coalmine eval run' runs them; each provider becomes an agent in coalmine.yaml.
+    The config's code runs as in promptfoo: test generators now (their tests become lines),
+    prompt functions, executable prompts, var loaders and Nunjucks filters when the suites run.
     What cannot be carried over is listed, never dropped silently. Exit 0 when everything
-    maps, 1 when a provider, an assertion or a prompt function has no coalmine equivalent (its
-    rows will be ERRORs), 2 when the config is broken.
+    maps, 1 when a provider, an assertion or a test's own provider has no coalmine equivalent
+    (its rows will be ERRORs), 2 when the config is broken.
     """
     if not config.is_file():
         raise click.BadParameter(f"no promptfoo config at {config}", param_hint="CONFIG")

@@ -3,9 +3,11 @@
 :func:`export_suite` takes a loaded suite and the agent that runs it and gives the config's
 data, with what could not be carried over:
 
-- **An imported suite** (``compat: promptfoo``) goes back as it came: its prompt, its provider,
-  and each line as a test (``vars``, ``assert``, ``threshold``, ``options``,
-  ``providerOutput`` …). Relative ``file://`` paths are rewritten for the new config's folder.
+- **An imported suite** (``compat: promptfoo``) goes back as it came: its prompt (its text, or
+  the prompt function or ``exec:`` command that makes it), its provider, the config's
+  ``nunjucksFilters``, and each line as a test (``vars``, ``assert``, ``threshold``,
+  ``options``, ``providerOutput`` …). Relative paths (``file://`` ones, the filters, the files
+  an ``exec:`` command names) are rewritten for the new config's folder.
 - **A coalmine suite**: each case becomes a test whose var ``prompt`` holds the case's rendered
   prompt (the config's prompt is ``{{prompt}}``). A prompt promptfoo would change as a var (one
   with ``{{``/``{%``/``{#``, or a trailing newline) goes in the test's ``options.prefix``
@@ -40,6 +42,7 @@ from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import DIRECT, JUDGED, WITH_THRESHOLD
 from coalmine.promptfoo.jsregex import javascript_pattern
 from coalmine.promptfoo.matrix.rules import prepare_test
+from coalmine.promptfoo.matrix.sources import split_file_url
 from coalmine.promptfoo.providers import exec_word, split_command
 from coalmine.specs.models import GraderSpec
 from coalmine.specs.suite import Suite, SuiteCase
@@ -290,15 +293,11 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
     description = suite.meta.description
     if description:
         config["description"] = description
-    prompt = source.prompt
-    shown: dict[str, Any] = {"raw": suite.meta.prompt_template or "", "label": prompt.label}
-    if prompt.id is not None:
-        shown["id"] = prompt.id
-    if prompt.config is not None:
-        shown["config"] = dict(prompt.config)
-    if prompt.kind != "template":
-        exported.note(f"prompt {prompt.label}: a {prompt.kind} prompt kept only as its text")
-    config["prompts"] = [shown]
+    if source.nunjucks_filters:
+        config["nunjucksFilters"] = {
+            name: _rebase(path, base, out_dir) for name, path in source.nunjucks_filters.items()
+        }
+    config["prompts"] = [_compat_prompt(suite, base, out_dir)]
     provider = source.provider
     entry: dict[str, Any] = {"id": _rebase_provider(provider.id, base, out_dir)}
     for key in ("label", "config", "transform", "delay", "env"):
@@ -312,7 +311,9 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
     for case in suite.cases:
         line = case.promptfoo
         assert line is not None
-        data = line.model_dump(by_alias=True, exclude_defaults=True, exclude={"id", "test_idx"})
+        data = line.model_dump(
+            by_alias=True, exclude_defaults=True, exclude={"id", "test_idx", "repeat_index"}
+        )
         data.pop("tags", None)
         tests.append(data)
     own = _without_default(tests, source.default_applied) if source.default_test else None
@@ -391,6 +392,31 @@ def _merged_value(test: Mapping[str, Any], key: str) -> Any:
     if value is None and key == "assert":
         return []
     return value
+
+
+def _compat_prompt(suite: Suite, base: Path, out_dir: Path) -> dict[str, Any]:
+    """The suite's prompt: its text, or the prompt function or command that makes it."""
+    assert suite.meta.promptfoo is not None
+    prompt = suite.meta.promptfoo.prompt
+    config = dict(prompt.config) if prompt.config is not None else None
+    if prompt.kind == "exec" and prompt.function is not None:
+        # promptfoo reads the command as a path (a `..` after a word would eat it): it stays
+        # as it is, and runs in its own folder, the prompt's basePath
+        shown: dict[str, Any] = {"raw": "exec:" + prompt.function, "label": prompt.label}
+        if base.resolve() != out_dir.resolve():
+            folder = str((config or {}).get("basePath") or ".")
+            config = {**(config or {}), "basePath": _rebase(folder, base, out_dir)}
+    elif prompt.kind == "function" and prompt.function is not None:
+        path, function = split_file_url(prompt.function)
+        ref = "file://" + _rebase(path, base, out_dir) + (f":{function}" if function else "")
+        shown = {"raw": ref, "label": prompt.label}
+    else:
+        shown = {"raw": suite.meta.prompt_template or "", "label": prompt.label}
+        if prompt.id is not None:
+            shown["id"] = prompt.id
+    if config is not None:
+        shown["config"] = config
+    return shown
 
 
 def _rebase(path: str, base: Path, out_dir: Path) -> str:

@@ -22,6 +22,7 @@ from coalmine.config import load_config
 from coalmine.errors import UsageError
 from coalmine.evals.plan import find_suites
 from coalmine.graders.base import grader_configs
+from coalmine.promptfoo.config_code import RunConfigCode
 from coalmine.promptfoo.exporter import Exported, export_suite
 from coalmine.promptfoo.importer import ImportPlan, add_agents, dump_yaml, plan_import
 from coalmine.promptfoo.matrix.config import CONFIG_FILE
@@ -60,7 +61,9 @@ def import_promptfoo(
     config_file = out_dir / CONFIG_NAME
     current = config_file.read_text(encoding="utf-8") if config_file.is_file() else None
     existing = _agents(current)
-    plan = plan_import(config, out_dir=out_dir, name=name, existing_agents=existing)
+    plan = plan_import(
+        config, out_dir=out_dir, name=name, existing_agents=existing, code=RunConfigCode()
+    )
     files: dict[Path, str] = {}
     for suite in plan.suites:
         files[plan.suites_dir / f"{suite.name}.yaml"] = suite.yaml_text()

@@ -35,6 +35,7 @@ from coalmine.errors import ConfigError
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.matrix import Column, Matrix, load_matrix
+from coalmine.promptfoo.matrix.code import ConfigCode
 from coalmine.promptfoo.matrix.config import CONFIG_FILE
 from coalmine.promptfoo.matrix.prepared import (
     config_env,
@@ -113,6 +114,7 @@ def plan_import(
     out_dir: Path,
     name: str | None = None,
     existing_agents: Mapping[str, Any] | None = None,
+    code: ConfigCode | None = None,
 ) -> ImportPlan:
     """Plan the suites and agents that mean what the promptfoo config at ``path`` means.
 
@@ -123,12 +125,13 @@ def plan_import(
             a config with several columns adds the prompt and provider to it.
         existing_agents: coalmine.yaml's agents already there: an agent of the same name and
             entry is reused, one of the same name and another entry makes the new one renamed.
+        code: Runs the config's test generators (their tests become the suites' lines).
 
     Raises:
         ConfigError: the config is broken (every problem, each with its file and line).
     """
     config_path = Path(path)
-    matrix = load_matrix(config_path, environ={}, root=out_dir)
+    matrix = load_matrix(config_path, environ={}, root=out_dir, code=code)
     out_dir = Path(out_dir)
     suites_dir = out_dir / SUITES_DIR
     mapped = map_providers(matrix.providers, base_dir=matrix.base_dir, out_dir=out_dir)
@@ -230,6 +233,7 @@ def _meta(
         shown_prompt["config"] = dict(prompt.config)
     if prompt.kind != "template":
         shown_prompt["kind"] = prompt.kind
+        shown_prompt["function"] = prompt.function
     ref = column.provider
     shown_provider: dict[str, Any] = {"id": ref.id}
     if ref.label is not None:
@@ -258,6 +262,8 @@ def _meta(
     if matrix.declared_default is not None:
         source["default_test"] = plain_data(matrix.declared_default)
         source["default_applied"] = plain_data(dict(matrix.default_test))
+    if matrix.filters:
+        source["nunjucks_filters"] = dict(matrix.filters)
     meta["promptfoo"] = source
     return meta
 
@@ -266,6 +272,8 @@ def _line(test: Any, line_id: str) -> dict[str, Any]:
     """A test as a suite line: its prepared form, with promptfoo's key names."""
     prepared = prepared_test(test)
     line: dict[str, Any] = {"id": line_id, "testIdx": test.index}
+    if test.repeat_index:
+        line["repeatIndex"] = test.repeat_index
     line.update(prepared)
     options = dict(prepared["options"])
     if test.prefix:
@@ -328,8 +336,6 @@ def _unsupported_rows(matrix: Matrix) -> list[str]:
     found: dict[str, int] = {}
     for row in matrix.rows():
         reason = unsupported_reason(
-            prompt_kind=row.prompt.kind,
-            prompt_label=row.prompt.label,
             test_provider=row.test.provider,
         )
         if reason is not None:

@@ -45,25 +45,30 @@ What the code sees and what its answer means is promptfoo's (``src/assertions/ja
 Inline assertion code reaches this module already rendered with the test's vars (promptfoo
 renders it with Nunjucks first; ``file://`` values are not rendered).
 
+The other code a config names (prompt functions, var loaders, test generators, Nunjucks
+filters) goes through :meth:`NodeRuntime.call`, or :func:`call_node_once` while the config is
+read. Its files are imported as promptfoo's ``importModule`` imports them, TypeScript
+(``.ts``, ``.cts``, ``.mts``) through the ``tsx`` package, as promptfoo does: resolved from the
+config's folder (a project that installs promptfoo has it), else from the promptfoo installs on
+``PATH`` (:func:`typescript_loader_dirs`); without it a TypeScript file raises
+``JsUnsupported`` saying how to install it.
+
 Where this differs from promptfoo: ``process.mainModule.require`` resolves from the config's
 folder (promptfoo's from its own install, so its bundled packages are not there); what the
-code prints goes to a temporary file, shown only when the worker dies; TypeScript and
-Python/Ruby files (Python ones run in Python instead: :mod:`coalmine.promptfoo.scripts`), and a
-transform that returns a function, raise ``JsUnsupported``.
+code prints goes to a temporary file, shown only when the worker dies; Python/Ruby files
+(Python ones run in Python instead: :mod:`coalmine.promptfoo.scripts`), and a transform that
+returns a function, raise ``JsUnsupported``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.resources import files
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal
@@ -72,11 +77,28 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from coalmine.errors import CoalmineError
+from coalmine.promptfoo.node_wire import (
+    DEFAULT_TIMEOUT,
+    INSTALL_HINT,
+    STDERR_TAIL,
+    CodeOp,
+    JsError,
+    JsLoadError,
+    JsTimeout,
+    JsUnsupported,
+    NodeUnavailable,
+    call_node_once,
+    node_available,
+    reply_result,
+    request_line,
+    typescript_loader_dirs,
+    worker_script,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "INSTALL_HINT",
+    "CodeOp",
     "JsAssertionResult",
     "JsError",
     "JsLoadError",
@@ -85,52 +107,13 @@ __all__ = [
     "NodeRuntime",
     "NodeUnavailable",
     "assertion_context",
+    "call_node_once",
     "node_available",
     "transform_context",
+    "typescript_loader_dirs",
 ]
 
-DEFAULT_TIMEOUT = 30.0
-"""Seconds one assertion or transform may run."""
-MIN_NODE_MAJOR = 18
-INSTALL_HINT = "javascript assertions and transforms need Node.js >= 18 on PATH: https://nodejs.org"
-WORKER_RESOURCE = "node_worker.js"
 _MAX_LINE = 1 << 30  # one answer (an output a transform returned) may be this large
-_STDERR_TAIL = 4000
-
-
-class JsError(CoalmineError):
-    """A config's JavaScript failed in a way promptfoo reports as a row ERROR.
-
-    ``str(error)`` is what JavaScript's ``String(error)`` gives (``Error: …``), which is how
-    promptfoo's row error begins; ``stack`` is the whole stack.
-    """
-
-    def __init__(self, message: str, *, name: str = "Error", stack: str | None = None):
-        self.name = name
-        self.message = message
-        text = f"{name}: {message}" if name and message else name or message
-        self.stack = stack or text
-        super().__init__(text)
-
-
-class JsUnsupported(JsError):
-    """The code uses something this runtime does not run (a TypeScript or Python file …)."""
-
-
-class JsLoadError(JsError):
-    """A file of the config's code did not load or does not export the function named."""
-
-
-class JsTimeout(JsError):
-    """The code ran past its timeout; the worker was killed (the next call starts another)."""
-
-
-class NodeUnavailable(JsError):
-    """Node.js (>= 18) is not on PATH; ``hint`` says how to install it."""
-
-    def __init__(self, message: str):
-        super().__init__(message, name="")
-        self.hint = message
 
 
 @dataclass(frozen=True)
@@ -143,24 +126,6 @@ class JsAssertionResult:
     extra: Mapping[str, Any] = field(default_factory=dict)
     """The other keys of a GradingResult the code returned (``namedScores``, ``metadata``,
     ``componentResults``, ``tokensUsed``, ``comment`` …); empty for a boolean or a number."""
-
-
-def node_available(node: str = "node") -> str | None:
-    """None when ``node`` (>= 18) runs, else the hint that says how to get it."""
-    path = shutil.which(node)
-    if path is None:
-        return INSTALL_HINT
-    try:
-        done = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=20, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"{INSTALL_HINT} ({path} did not run: {exc})"
-    version = done.stdout.strip()
-    major = re.match(r"v(\d+)\.", version)
-    if major is None or int(major.group(1)) < MIN_NODE_MAJOR:
-        return f"{INSTALL_HINT} (found {version or 'a node that printed no version'} at {path})"
-    return None
 
 
 def assertion_context(
@@ -348,6 +313,19 @@ class NodeRuntime:
         request = {"op": "call", "code": reference, "args": args}
         return await self._call(request, None, {}, base_dir, timeout)
 
+    async def call(
+        self, op: CodeOp, *, base_dir: Path, timeout: float | None = None, **fields: Any
+    ) -> Any:
+        """Run a prompt function, a var loader, a test generator or a Nunjucks filter.
+
+        ``op`` says which (:data:`CodeOp`); the fields are the worker's
+        (:mod:`coalmine.promptfoo.prompt_code` sends them).
+
+        Raises:
+            JsError: the code threw, did not load, or timed out (``JsTimeout``).
+        """
+        return await self._call({"op": op, **fields}, None, {}, base_dir, timeout)
+
     async def aclose(self) -> None:
         """End the worker (a later call starts a new one)."""
         async with self._lock:
@@ -362,20 +340,11 @@ class NodeRuntime:
         timeout: float | None,
     ) -> Any:
         self._next_id += 1
-        request = {
-            **request,
-            "id": self._next_id,
-            "output": output,
-            "context": context,
-            "baseDir": str(Path(base_dir).resolve()),
-        }
-        try:
-            line = json.dumps(request, ensure_ascii=True, allow_nan=False).encode() + b"\n"
-        except (TypeError, ValueError) as exc:
-            raise JsError(f"the output or context cannot be passed to JavaScript: {exc}") from None
+        request = {**request, "id": self._next_id, "output": output, "context": context}
+        line = request_line(request, base_dir)
         limit = self.timeout if timeout is None else timeout
         async with self._lock:
-            worker = await self._ensure(request["baseDir"])
+            worker = await self._ensure(str(Path(base_dir).resolve()))
             with anyio.move_on_after(limit) as scope:
                 try:
                     reply = await self._exchange(worker, line, request["id"])
@@ -391,14 +360,7 @@ class NodeRuntime:
                     "restarted)",
                     name="TimeoutError",
                 )
-        if reply.get("ok"):
-            return reply.get("result")
-        error = reply.get("error") or {}
-        kinds = {"unsupported": JsUnsupported, "load": JsLoadError}
-        kind = kinds.get(str(error.get("kind")), JsError)
-        raise kind(
-            str(error.get("message", "")), name=str(error.get("name", "")), stack=error.get("stack")
-        )
+        return reply_result(reply)
 
     async def _exchange(self, worker: _Worker, line: bytes, request_id: int) -> dict[str, Any]:
         assert worker.process.stdin is not None
@@ -427,7 +389,7 @@ class NodeRuntime:
             self._checked = True
         if self._missing is not None:
             raise NodeUnavailable(self._missing)
-        script = files(__package__ or "coalmine.promptfoo").joinpath(WORKER_RESOURCE)
+        script = worker_script()
         stderr = tempfile.TemporaryFile()  # open for the worker's life, closed by _stop
         try:
             process = await anyio.open_process(
@@ -463,5 +425,5 @@ def _tail(stderr: IO[bytes]) -> str:
     """The end of what the worker wrote on stderr (the config's console output, a crash)."""
     stderr.flush()
     size = stderr.seek(0, os.SEEK_END)
-    stderr.seek(max(0, size - _STDERR_TAIL))
+    stderr.seek(max(0, size - STDERR_TAIL))
     return stderr.read().decode("utf-8", errors="replace").strip()

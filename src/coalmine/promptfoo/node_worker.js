@@ -69,12 +69,43 @@
     return moduleObj.exports;
   }
 
-  async function importModule(modulePath, functionName) {
-    if (/\.[cm]?ts$/i.test(modulePath)) {
-      throw new Unsupported(
-        `TypeScript files need promptfoo's own TypeScript loader: ${modulePath} ` +
-        "(write the file in JavaScript to run it here)");
+  // promptfoo registers the tsx loader (a package it depends on) before it imports a .ts,
+  // .cts or .mts file; tsx is resolved beside the config, then in the promptfoo installs found
+  // by coalmine (loaderDirs of each request)
+  let loaderDirs = [];
+  let baseDir = process.cwd();
+  let tsxLoading;
+
+  function findTsx() {
+    for (const dir of [baseDir, ...loaderDirs]) {
+      try {
+        return createRequire(path.join(dir, "__coalmine__.js")).resolve("tsx");
+      } catch {
+        // not installed there
+      }
     }
+    return null;
+  }
+
+  async function ensureTypescriptLoader(modulePath) {
+    if (!/\.[cm]?ts$/.test(modulePath)) return;
+    if (!tsxLoading) {
+      const found = findTsx();
+      if (!found) {
+        throw new Unsupported(
+          `${modulePath} is TypeScript, which promptfoo loads through the tsx package: install ` +
+          "it beside the config (npm install tsx), or put promptfoo's own install on PATH");
+      }
+      tsxLoading = import(pathToFileURL(found).href).catch((err) => {
+        tsxLoading = undefined;
+        throw err;
+      });
+    }
+    await tsxLoading;
+  }
+
+  async function importModule(modulePath, functionName) {
+    await ensureTypescriptLoader(modulePath);
     const pick = (mod) => (functionName ? mod[functionName] : mod);
     try {
       const imported = await import(pathToFileURL(path.resolve(modulePath)).href);
@@ -307,6 +338,40 @@
   async function callFunction(req) {
     const fn = await loadFunction(req.code, req.baseDir);
     return await Promise.resolve(fn(...req.args));
+
+  // --- code that makes prompts, vars, tests and filters (src/prompts/processors/javascript.ts,
+  // renderPrompt's var loaders, readJavascriptTestCases, readFilters) ---
+  function providerObject(provider) {
+    // what promptfoo hands this code is the provider object itself, whose id is a method
+    if (!provider || typeof provider !== "object") return provider;
+    const id = provider.id;
+    return { ...provider, id: () => id };
+  }
+
+  const filters = new Map();
+
+  async function callCode(req) {
+    const file = path.resolve(req.baseDir, req.file);
+    if (req.op === "prompt") {
+      const promptFunction = await importModule(file, req.functionName);
+      return promptFunction(req.promptContext);
+    }
+    if (req.op === "var") {
+      const loader = await importModule(file);
+      return loader(req.varName, req.prompt, req.vars, providerObject(req.provider));
+    }
+    if (req.op === "tests") {
+      const mod = await importModule(file, req.functionName);
+      return typeof mod === "function" ? mod(req.hasConfig ? req.config : undefined) : mod;
+    }
+    // a filter: imported once, as promptfoo imports it when it reads the config
+    if (!filters.has(file)) filters.set(file, await importModule(file));
+    const filter = filters.get(file);
+    if (req.load) return typeof filter;
+    // values cross as JSON text, so undefined (null here) stays undefined
+    const args = req.args.map((text) => (text === null ? undefined : JSON.parse(text)));
+    const result = filter(...args);
+    return result === undefined ? { undefined: true } : { json: JSON.stringify(result) ?? null };
   }
 
   // --- the protocol ---
@@ -347,6 +412,8 @@
     if (req.op === "ping") return { id: req.id, ok: true, result: process.version };
     if (process.cwd() !== req.baseDir) process.chdir(req.baseDir);
     if (req.op === "check") return check(req);
+    baseDir = req.baseDir;
+    loaderDirs = req.loaderDirs || [];
     const shim = processShim(req.baseDir);
     const context = contextOf(req.context);
     try {
@@ -355,6 +422,9 @@
         return { id: req.id, ok: true, result: { ...r, score: encodeScore(r.score) } };
       }
       if (req.op === "call") return { id: req.id, ok: true, result: await callFunction(req) };
+      if (["prompt", "var", "tests", "filter"].includes(req.op)) {
+        return { id: req.id, ok: true, result: await callCode(req) };
+      }
       return { id: req.id, ok: true, result: await transform(req, req.output, context, shim) };
     } catch (err) {
       const kind = err instanceof Unsupported ? "unsupported" : err instanceof LoadError ? "load" : "error";

@@ -14,10 +14,7 @@ config with promptfoo's defaults, not promptfoo's in-memory copy.
 
 from __future__ import annotations
 
-import secrets
-import string
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +27,7 @@ from coalmine.promptfoo.report import (
     ReportPrompt,
     ReportProvider,
     ReportRow,
+    eval_id,
     promptfoo_output,
 )
 from coalmine.promptfoo.run import PromptfooRun, RunRow
@@ -111,12 +109,6 @@ def runtime_options(concurrency: int) -> dict[str, Any]:
         "maxConcurrency": concurrency,
         "cache": False,
     }
-
-
-def eval_id(started: datetime) -> str:
-    """An id in promptfoo's form: ``eval-XXX-<timestamp>``."""
-    suffix = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(3))
-    return f"eval-{suffix}-{started.strftime('%Y-%m-%dT%H:%M:%S')}"
 
 
 def config_section(

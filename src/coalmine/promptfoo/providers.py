@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from coalmine.promptfoo._llm_providers import Found, literal, map_anthropic, map_ollama, map_openai
+from coalmine.promptfoo.matrix.prompt_refs import split_command
 from coalmine.promptfoo.matrix.provider_refs import ProviderRef
 
 __all__ = [
@@ -175,19 +176,6 @@ def _file_of(implementation: str, suffix: str) -> bool:
     return implementation.startswith("file://") and (
         implementation.endswith(suffix) or f"{suffix}:" in implementation
     )
-
-
-def split_command(command: str) -> list[str]:
-    """Split an ``exec:`` command as promptfoo does.
-
-    Words are runs of anything but whitespace and quotes; ``"…"`` or ``'…'`` is one word
-    without its quotes, and an empty pair stays as the two quote characters (promptfoo keeps
-    ``""`` as written). There are no escapes, and ``a"b"`` is two words.
-    """
-    parts = []
-    for match in _SCRIPT_PART.finditer(command):
-        parts.append(match.group(1) or match.group(2) or match.group(0))
-    return parts
 
 
 def exec_word(word: str) -> str:

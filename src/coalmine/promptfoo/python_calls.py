@@ -15,7 +15,10 @@ assertion's ``threshold``; anything else is read with JavaScript's ``parseFloat`
 above 0 (at ``>= threshold`` with one). ``not-python`` inverts ``pass``. A failing reason is
 ``Python code returned false`` and, for inline code, a newline and the code.
 
-The config author's code is trusted, as in promptfoo: it runs with coalmine's environment.
+The same wrapper calls the config's other Python functions (var loaders, prompt functions, test
+generators: :func:`call_python` waits for one while a config is read), awaiting an ``async``
+one, as promptfoo's ``wrapper.py`` does. The config author's code is trusted, as in promptfoo:
+it runs with coalmine's environment.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from coalmine.promptfoo.script_results import is_grading_result
 __all__ = [
     "PythonScriptError",
     "ScriptVerdict",
+    "call_python",
     "python_executable",
     "run_python",
     "script_verdict",
@@ -119,15 +123,10 @@ async def run_python(
         PythonScriptError: the process could not start, the script raised (its last
             traceback line is the message), timed out, or answered something that is not JSON.
     """
-    try:
-        payload = json.dumps(args, ensure_ascii=False, allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise PythonScriptError(
-            f"the output or context cannot be passed to Python: {exc}"
-        ) from None
+    payload = _payload(args)
     with tempfile.TemporaryDirectory(prefix="coalmine-python-") as tmp:
         out = Path(tmp) / "output.json"
-        command = [python or python_executable(), "-c", _WRAPPER, str(script), function, str(out)]
+        command = _command(script, function, out, python)
         try:
             with anyio.fail_after(timeout):
                 done = await anyio.run_process(
@@ -137,13 +136,61 @@ async def run_python(
             raise PythonScriptError(f"the script did not finish within {timeout:g} s") from None
         except OSError as exc:
             raise PythonScriptError(f"cannot run {command[0]}: {exc}") from None
-        if done.returncode != 0:
-            lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-            raise PythonScriptError(lines[-1] if lines else f"exit code {done.returncode}")
+        return _answer(done.returncode, done.stderr, out)
+
+
+def call_python(
+    script: Path,
+    function: str,
+    args: list[Any],
+    *,
+    cwd: Path,
+    python: str | None = None,
+    timeout: float = _TIMEOUT,
+) -> Any:
+    """:func:`run_python`, waited for: the code a config runs while it is read (test generators).
+
+    Raises:
+        PythonScriptError: as :func:`run_python`.
+    """
+    payload = _payload(args)
+    with tempfile.TemporaryDirectory(prefix="coalmine-python-") as tmp:
+        out = Path(tmp) / "output.json"
+        command = _command(script, function, out, python)
         try:
-            answer = json.loads(out.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise PythonScriptError(f"Invalid JSON returned by Python script: {exc}") from None
+            done = subprocess.run(
+                command, input=payload, cwd=cwd, check=False, timeout=timeout,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise PythonScriptError(f"the script did not finish within {timeout:g} s") from None
+        except OSError as exc:
+            raise PythonScriptError(f"cannot run {command[0]}: {exc}") from None
+        return _answer(done.returncode, done.stderr, out)
+
+
+def _payload(args: list[Any]) -> bytes:
+    try:
+        return json.dumps(args, ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise PythonScriptError(
+            f"the output or context cannot be passed to Python: {exc}"
+        ) from None
+
+
+def _command(script: Path, function: str, out: Path, python: str | None) -> list[str]:
+    return [python or python_executable(), "-c", _WRAPPER, str(script), function, str(out)]
+
+
+def _answer(returncode: int, stderr: bytes, out: Path) -> Any:
+    """The function's answer, or why there is none (the last line of its traceback)."""
+    if returncode != 0:
+        lines = stderr.decode("utf-8", errors="replace").strip().splitlines()
+        raise PythonScriptError(lines[-1] if lines else f"exit code {returncode}")
+    try:
+        answer = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PythonScriptError(f"Invalid JSON returned by Python script: {exc}") from None
     return answer.get("data") if isinstance(answer, dict) else None
 
 

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import hashlib
 import platform as _platform
+import secrets
+import string
 import sys
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -56,12 +58,19 @@ __all__ = [
     "ReportProvider",
     "ReportRow",
     "dump_promptfoo_output",
+    "eval_id",
     "promptfoo_output",
 ]
 
 PROMPTFOO_VERSION = "0.121.20"
 _ASSERT, _ERROR = 1, 2
 _ROW_IDS = uuid.UUID("5b0c7e1a-9d2f-4c3b-8a61-7f0e2d4c9b18")
+
+
+def eval_id(started: datetime) -> str:
+    """An id in promptfoo's form: ``eval-XXX-<timestamp>``."""
+    suffix = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(3))
+    return f"eval-{suffix}-{started.strftime('%Y-%m-%dT%H:%M:%S')}"
 
 
 @dataclass(frozen=True)

@@ -6,22 +6,23 @@ an imported suite's line), a :class:`RowAgent` (who answers) and :class:`RowTool
 shares: Node.js, the judge, the environment), and returns promptfoo's verdict for the row.
 
 The steps are promptfoo's ``runEval``: the test's ``options.transformVars`` changes its vars;
-the ``file://`` vars are loaded and the prompt rendered (Nunjucks); the output is the test's
-``providerOutput`` when it has one, else the agent's answer (an object stays an object), after
-which the provider's ``delay`` is waited; the provider's ``transform`` and then the test's
-``options.transform`` (or ``postprocess``) run (:mod:`coalmine.promptfoo.scripts`: JavaScript
-in Node.js, Python files in Python); the assertions are graded
-(:mod:`coalmine.promptfoo.checking`), the row scored by :mod:`coalmine.promptfoo.scoring` and,
-with an ``assertScoringFunction``, by that function
+the ``file://`` vars are loaded (Python and JavaScript loaders run), a prompt function is run
+and the prompt rendered (Nunjucks, with the config's filters: see
+:mod:`coalmine.promptfoo.prompt_code`); the output is the test's ``providerOutput`` when it has
+one, else the agent's answer (an object stays an object), after which the provider's ``delay``
+is waited; the provider's ``transform`` and then the test's ``options.transform`` (or
+``postprocess``) run (:mod:`coalmine.promptfoo.scripts`: JavaScript in Node.js, Python files in
+Python); the assertions are graded (:mod:`coalmine.promptfoo.checking`), the row scored by
+:mod:`coalmine.promptfoo.scoring` and, with an ``assertScoringFunction``, by that function
 (:mod:`coalmine.promptfoo.script_results`).
 
 A row is an ERROR (``failureReason`` 2, score 0) when promptfoo's would be: the prompt does not
 render, the provider fails (coalmine's providers raise both for an ``error`` promptfoo's
 provider returns and for one it throws), a transform throws or returns nothing, an assertion
 is invalid or unknown. It is also an ERROR, saying ``unsupported`` and why, where coalmine
-cannot do what promptfoo would: a provider with no coalmine agent, a prompt function, a test
-that names its own provider, JavaScript without Node.js. A provider that answers no output
-(``None``) gives promptfoo's ``No output`` failure, whose ``failureReason`` stays 0.
+cannot do what promptfoo would: a provider with no coalmine agent, a test that names its own
+provider, JavaScript without Node.js. A provider that answers no output (``None``) gives
+promptfoo's ``No output`` failure, whose ``failureReason`` stays 0.
 """
 
 from __future__ import annotations
@@ -43,11 +44,11 @@ from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.checking import AssertionScope, grade_assertions
 from coalmine.promptfoo.grading import grading_result
-from coalmine.promptfoo.matrix.filerefs import load_var_file
-from coalmine.promptfoo.matrix.sources import ReadError
+from coalmine.promptfoo.matrix.prepared import PromptCode
 from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.node import transform_context as js_transform_context
-from coalmine.promptfoo.nunjucks import TemplateError, js_truthy, render_prompt
+from coalmine.promptfoo.nunjucks import js_truthy
+from coalmine.promptfoo.prompt_code import make_prompt, runtime_vars
 from coalmine.promptfoo.scoring import (
     RowOutcome,
     RowScore,
@@ -94,14 +95,18 @@ class PromptfooRow:
     """The test's ``assertScoringFunction`` (``file://x.js[:name]`` or ``file://x.py[:name]``)."""
     base_dir: Path
     """The promptfoo config's folder: ``file://`` paths and JavaScript start here."""
+    code: PromptCode = field(default_factory=PromptCode)
+    """What of the prompt runs code (a prompt function, the config's Nunjucks filters)."""
     unsupported: str | None = None
-    """Why coalmine cannot run this row (a prompt function …): the row is an ERROR."""
+    """Why coalmine cannot run this row (a test's own provider …): the row is an ERROR."""
     case_id: str | None = None
     """How the agent's call names the row (default: ``test N, prompt M``)."""
     phase: str | None = None
     """The suite the row belongs to, when it is an imported suite's line."""
     repeat: int = 0
     """Which repeat of the row this is (each has its own cache and cassette entry)."""
+    repeat_index: int = 0
+    """promptfoo's ``repeatIndex`` of the test (``evaluateOptions.repeat``)."""
 
     @property
     def name(self) -> str:
@@ -141,6 +146,8 @@ class RowTools:
     pricing: Mapping[str, Price] = field(default_factory=dict)
     """coalmine.yaml's ``pricing:``: what an agent's tokens cost (``cost`` assertions)."""
     clock: Clock = field(default_factory=SystemClock)
+    eval_id: str | None = None
+    """The run's id in promptfoo's form (what code sees as the var ``__evalId``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,11 +204,15 @@ async def _evaluate(
     prepared = await _transform_vars(row, tools)
     test_case = row.test_case if prepared is None else prepared
     state.vars = dict(row.vars if prepared is None else prepared["vars"])
-    loaded = _load_vars(state.vars, row.base_dir)
-    try:
-        rendered = render_prompt(row.template, loaded, env=tools.env)
-    except TemplateError as exc:
-        raise RowError(str(exc)) from None
+    provider = {"id": agent.id, "label": agent.label, "config": dict(agent.config or {})}
+    runtime = runtime_vars(
+        eval_id=tools.eval_id, test_idx=row.test_idx, prompt_idx=row.prompt_idx,
+        repeat_index=row.repeat_index,
+    )  # fmt: skip
+    rendered = await make_prompt(
+        row.template, state.vars, row.code, provider=provider, base_dir=row.base_dir,
+        node=tools.node, env=tools.env, runtime=runtime,
+    )  # fmt: skip
     state.rendered, state.vars = rendered.text, rendered.vars
     fixed = js_truthy(row.provider_output)
     started = tools.clock.monotonic()
@@ -245,7 +256,7 @@ async def _evaluate(
         prompt=rendered.text,
         variables=rendered.vars,
         test=test_case,
-        provider={"id": agent.id, "label": agent.label, "config": dict(agent.config or {})},
+        provider=provider,
         provider_response={**response, "output": output, "providerTransformedOutput": transformed},
         latency_ms=state.latency_ms,
         cost=cost,
@@ -287,19 +298,6 @@ async def _transform_vars(row: PromptfooRow, tools: RowTools) -> Mapping[str, An
     if not isinstance(answer, dict):
         raise RowError("Error: Invariant failed: Transform function did not return a valid object")
     return {**row.test_case, "vars": {**row.vars, **answer}}
-
-
-def _load_vars(variables: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
-    """The vars with each ``file://`` value replaced by what promptfoo reads from the file."""
-    loaded = {}
-    for name, value in variables.items():
-        if isinstance(value, str) and value.startswith("file://"):
-            try:
-                value = load_var_file(value, base_dir=base_dir)
-            except ReadError as exc:
-                raise RowError(f"var {name!r} ({value}): {exc.message}") from None
-        loaded[name] = value
-    return loaded
 
 
 async def _score_with(

@@ -36,18 +36,21 @@ from coalmine.engine.grading import judge_fn_for
 from coalmine.engine.wiring import Wiring, secret_values
 from coalmine.errors import CoalmineError, ConfigError
 from coalmine.graders.base import JudgeFn
+from coalmine.promptfoo.config_code import RunConfigCode
 from coalmine.promptfoo.importer import plain_data
 from coalmine.promptfoo.matrix import Matrix, ProviderRef, Row, load_matrix
 from coalmine.promptfoo.matrix.prepared import (
     config_env,
     default_delay_ms,
     prepared_test,
+    prompt_code,
     timeout_ms,
     unsupported_reason,
 )
 from coalmine.promptfoo.matrix.sources import reading_inside
-from coalmine.promptfoo.node import NodeRuntime
+from coalmine.promptfoo.node import JsError, NodeRuntime, NodeUnavailable
 from coalmine.promptfoo.providers import MappedProvider, map_providers
+from coalmine.promptfoo.report import eval_id
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
 from coalmine.providers.base import CallContext, provider_settings
 
@@ -126,7 +129,7 @@ async def run_promptfoo(
     environ = dict(os.environ if environ is None else environ)
     clock = clock or SystemClock()
     project = load_config(root, providers=provider_settings())
-    matrix = load_matrix(path, environ=environ, root=project.root)
+    matrix = load_matrix(path, environ=environ, root=project.root, code=RunConfigCode())
     inside = root_for(matrix.path, root=project.root)
     wiring = Wiring(None, tuple(secret_values(project)), None, None)
     mapped = map_providers(matrix.providers, base_dir=matrix.base_dir)
@@ -171,6 +174,7 @@ async def run_promptfoo(
         timeout=_timeout(matrix, project),
         pricing=project.pricing,
         clock=clock,
+        eval_id=eval_id(started),
     )
 
     async def work(_: int, index: int) -> None:
@@ -189,6 +193,7 @@ async def run_promptfoo(
     serial = [i for i, r in enumerate(rows) if r.test.options.get("runSerially")]
     rest = [i for i, r in enumerate(rows) if not r.test.options.get("runSerially")]
     try:
+        await _load_filters(matrix, runtime)
         await run_bounded(serial, work, jobs=1)
         await run_bounded(rest, work, jobs=concurrency)
     finally:
@@ -266,6 +271,23 @@ def build_agents(
     return agents
 
 
+async def _load_filters(matrix: Matrix, node: NodeRuntime) -> None:
+    """Import each Nunjucks filter, as promptfoo does before it runs a row (a broken one stops it).
+
+    Raises:
+        ConfigError: a filter's file does not load (without Node.js, the rows that use one say so).
+    """
+    for name, file in matrix.filters.items():
+        try:
+            await node.call("filter", base_dir=matrix.base_dir, file=file, load=True)
+        except NodeUnavailable:
+            return
+        except JsError as exc:
+            raise ConfigError(
+                f"nunjucksFilters.{name}: {file} does not load: {exc}", path=matrix.path
+            ) from None
+
+
 def _row_agent(
     provider: MappedProvider,
     agent: AgentConfig | str,
@@ -309,9 +331,9 @@ def row_spec(row: Row, matrix: Matrix, case: Mapping[str, Any]) -> PromptfooRow:
         provider_output=test.provider_output,
         test_case=case,
         base_dir=matrix.base_dir,
+        code=prompt_code(row.prompt, matrix.filters),
+        repeat_index=test.repeat_index,
         unsupported=unsupported_reason(
-            prompt_kind=row.prompt.kind,
-            prompt_label=row.prompt.label,
             test_provider=row.test.provider,
         ),
         scoring_function=row.test.assert_scoring_function,

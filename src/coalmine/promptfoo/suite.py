@@ -44,9 +44,10 @@ from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.checking import output_text
 from coalmine.promptfoo.grading import grading_result
-from coalmine.promptfoo.matrix.prepared import as_test_case, unsupported_reason
+from coalmine.promptfoo.matrix.prepared import PromptCode, as_test_case, unsupported_reason
 from coalmine.promptfoo.matrix.sources import reading_inside
 from coalmine.promptfoo.node import NodeRuntime
+from coalmine.promptfoo.report import eval_id
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
 from coalmine.promptfoo.scoring import ComponentResult
 from coalmine.results import OUTPUT_LIMIT
@@ -152,8 +153,9 @@ class _LineRunner:
         self._root = root
         self._node = NodeRuntime()
         self._tools = RowTools(
-            node=self._node, env=dict(os.environ), timeout=timeout, pricing=pricing, clock=clock
-        )
+            node=self._node, env=dict(os.environ), timeout=timeout, pricing=pricing, clock=clock,
+            eval_id=eval_id(clock.now()),
+        )  # fmt: skip
 
     async def run(
         self,
@@ -226,15 +228,20 @@ def _row(
         provider_output=line.provider_output,
         test_case=line_test_case(line),
         base_dir=suite_base_dir(meta, suite_path),
+        code=PromptCode(
+            kind=source.prompt.kind,
+            ref=source.prompt.function,
+            config=source.prompt.config,
+            filters=source.nunjucks_filters,
+        ),
         unsupported=unsupported_reason(
-            prompt_kind=source.prompt.kind,
-            prompt_label=source.prompt.label,
             test_provider=line.provider,
         ),
         scoring_function=line.assert_scoring_function,
         case_id=line.id,
         phase=suite,
         repeat=rep,
+        repeat_index=line.repeat_index,
     )
 
 

@@ -33,9 +33,12 @@ class PromptfooPrompt(BaseModel):
     id: str | None = None
     config: dict[str, Any] | None = None
     """The prompt's ``config`` (what a transform sees as ``context.prompt.config``)."""
-    kind: Literal["template", "function", "executable"] = "template"
-    """A prompt function or an executable prompt runs code coalmine does not run: its rows are
-    ERRORs saying so."""
+    kind: Literal["template", "function", "exec"] = "template"
+    """``function``: a Python or JavaScript prompt function makes the prompt; ``exec``: a
+    command's output does (the suite's ``prompt_template`` is then the file's text)."""
+    function: str | None = None
+    """The prompt function (``file.py:name``, ``file.js`` …) or the command, relative to
+    ``base_dir``."""
 
 
 class PromptfooProvider(BaseModel):
@@ -79,6 +82,9 @@ class PromptfooSuite(BaseModel):
     the lines hold it merged, and an exported config gives it back as it came."""
     default_applied: dict[str, Any] | None = None
     """That ``defaultTest`` as promptfoo applied it to each line (export takes it out again)."""
+    nunjucks_filters: dict[str, str] = {}
+    """The config's ``nunjucksFilters``: each filter's JavaScript file, relative to
+    ``base_dir``."""
 
 
 class PromptfooCase(BaseModel):
@@ -90,6 +96,8 @@ class PromptfooCase(BaseModel):
     """Stable and unique within the suite (coalmine's; promptfoo numbers tests instead)."""
     test_idx: int = Field(0, ge=0, alias="testIdx")
     """promptfoo's ``testIdx``."""
+    repeat_index: int = Field(0, ge=0, alias="repeatIndex")
+    """promptfoo's ``repeatIndex`` (a test repeated by ``evaluateOptions.repeat``)."""
     description: str | None = None
     vars: dict[str, Any] = {}
     """As written: templates rendered and ``file://`` values read when the line runs."""

@@ -17,12 +17,13 @@ promptfoo) come back in :attr:`Matrix.warnings` as ``file:line: message``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from coalmine._util.locations import root_for
-from coalmine.promptfoo.matrix.config import CONFIG_FILE, load_config
+from coalmine.promptfoo.matrix.code import ConfigCode
+from coalmine.promptfoo.matrix.config import CONFIG_FILE, load_config, read_filters
 from coalmine.promptfoo.matrix.expand import MatrixTest, build_tests
 from coalmine.promptfoo.matrix.prompt_refs import PromptRef, read_prompts
 from coalmine.promptfoo.matrix.provider_refs import ProviderRef, read_providers
@@ -80,7 +81,9 @@ class Matrix:
     """The config's ``defaultTest`` as written (a mapping or a ``file://`` path; ``None``)."""
     extras: Mapping[str, Any]
     """The config's other keys, for the caller: ``evaluateOptions``, ``env``, ``outputPath``,
-    ``tags``, ``metadata``, ``derivedMetrics`` and ``nunjucksFilters`` (kept, not applied) …"""
+    ``tags``, ``metadata``, ``derivedMetrics`` …"""
+    filters: Mapping[str, str] = field(default_factory=dict)
+    """``nunjucksFilters``: each filter's JavaScript file, relative to :attr:`base_dir`."""
     warnings: tuple[str, ...] = ()
 
     def rows(self) -> Iterator[Row]:
@@ -101,6 +104,7 @@ def load_matrix(
     *,
     environ: Mapping[str, str] | None = None,
     root: Path | None = None,
+    code: ConfigCode | None = None,
 ) -> Matrix:
     """Read a promptfoo config and everything it points at into a :class:`Matrix`.
 
@@ -109,21 +113,24 @@ def load_matrix(
         environ: What ``{{ env.NAME }}`` in the config reads (nothing unless given).
         root: The project: the files the config names must stay inside it when the config
             is (else inside the config's own folder, as by default).
+        code: Runs the config's test generators (without it, they are errors).
 
     Raises:
         ConfigError: every problem found, each with its file and line.
     """
     with reading_inside(root_for(Path(path), root=root or Path(path).parent)):
-        return _load_matrix(Path(path), environ)
+        return _load_matrix(Path(path), environ, code)
 
 
-def _load_matrix(path: Path, environ: Mapping[str, str] | None) -> Matrix:
+def _load_matrix(path: Path, environ: Mapping[str, str] | None, code: ConfigCode | None) -> Matrix:
     problems = Problems()
     config = load_config(path, problems=problems, environ=environ)
     if config is None:
         problems.raise_if_any()
         raise AssertionError("unreachable: load_config reported no problem")
+    config = replace(config, code=code)
     prompts = read_prompts(config, problems)
+    filters = read_filters(config, problems)
     providers = read_providers(config, problems)
     tests, default = build_tests(config, problems, prompts=prompts, providers=providers)
     problems.raise_if_any()
@@ -146,8 +153,11 @@ def _load_matrix(path: Path, environ: Mapping[str, str] | None) -> Matrix:
         default_test=default,
         declared_default=data.get("defaultTest"),
         extras=kept,
+        filters=filters,
         warnings=tuple(str(w) for w in problems.warnings),
     )
 
 
-_APPLIED_HERE = {"description", "prompts", "providers", "tests", "scenarios", "defaultTest"}
+_APPLIED_HERE = {
+    "description", "prompts", "providers", "tests", "scenarios", "defaultTest", "nunjucksFilters",
+}  # fmt: skip

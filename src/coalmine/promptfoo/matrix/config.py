@@ -9,8 +9,9 @@ Top-level keys fall in three groups. Applied: ``description``, ``prompts``, ``pr
 (``targets``), ``tests``, ``scenarios``, ``defaultTest``, ``metadata``, ``env``,
 ``evaluateOptions`` / ``commandLineOptions`` (their ``repeat`` and ``filterRange``). Kept as data
 for the caller, no warning: ``tags``, ``outputPath``, ``derivedMetrics``, ``sharing``,
-``writeLatestResults``. ``nunjucksFilters`` (JavaScript) is not loaded, with a warning saying
-what that does to the templates that use them. Anything else (``redteam``, ``extensions``,
+``writeLatestResults``. ``nunjucksFilters`` are found as promptfoo's ``readFilters`` finds
+them (:func:`read_filters`); the JavaScript they hold is run when a template uses them. Anything
+else (``redteam``, ``extensions``,
 ``tracing``, a typo) becomes a warning ``file:line: key 'x' is not supported: ignored``, never a
 silent drop.
 """
@@ -22,10 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coalmine.promptfoo.matrix.code import ConfigCode
 from coalmine.promptfoo.matrix.filerefs import dereference, render_env
-from coalmine.promptfoo.matrix.sources import Doc, Problems, ReadError, load_yaml_text, read_text
+from coalmine.promptfoo.matrix.sources import (
+    Doc,
+    Problems,
+    ReadError,
+    glob_files,
+    load_yaml_text,
+    read_text,
+    require_inside,
+)
 
-__all__ = ["CONFIG_FILE", "RawConfig", "js_falsy", "load_config"]
+__all__ = ["CONFIG_FILE", "RawConfig", "js_falsy", "load_config", "read_filters"]
 
 CONFIG_FILE = "promptfooconfig.yaml"
 """The file promptfoo reads when it is given none."""
@@ -42,12 +52,9 @@ _APPLIED = {
     "env",
     "evaluateOptions",
     "commandLineOptions",
+    "nunjucksFilters",
 }
 _KEPT = {"tags", "outputPath", "derivedMetrics", "sharing", "writeLatestResults"}
-_NOT_LOADED = {
-    "nunjucksFilters": "custom Nunjucks filters are JavaScript coalmine does not load: a "
-    "template that uses one fails to render (its row is an ERROR)"
-}
 _EVALUATE_OPTIONS = {
     "cache",
     "delay",
@@ -93,6 +100,8 @@ class RawConfig:
     data: dict[str, Any]
     doc: Doc
     """The file as parsed (for the line of each key)."""
+    code: ConfigCode | None = None
+    """Runs the config's test generators (none: they are errors)."""
 
     def line_of(self, *loc: str | int) -> int | None:
         """The line of a location in the config file (or of its nearest parent)."""
@@ -211,9 +220,7 @@ def _check_keys(
     data: dict[str, Any], config: RawConfig, problems: Problems, *, referenced: set[str]
 ) -> None:
     for key in data:
-        if key in _NOT_LOADED:
-            problems.warn(f"{key}: {_NOT_LOADED[key]}", path=config.path, line=config.line_of(key))
-        elif key not in _APPLIED | _KEPT | referenced:
+        if key not in _APPLIED | _KEPT | referenced:
             problems.warn(
                 f"key {key!r} is not supported: ignored", path=config.path, line=config.line_of(key)
             )
@@ -231,6 +238,55 @@ def _check_keys(
                     path=config.path,
                     line=config.line_of(section, key),
                 )
+
+
+def read_filters(config: RawConfig, problems: Problems) -> dict[str, str]:
+    """``nunjucksFilters``: each filter's file, relative to the config's folder.
+
+    As promptfoo's ``readFilters``, a path is a glob joined to the config's folder as written
+    (so a ``file://`` path matches nothing) and, of several matches, the last is the filter. A
+    filter whose path matches no file is not defined: a template that uses it fails to render,
+    and a warning says so.
+    """
+    given = config.data.get("nunjucksFilters")
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        problems.error(
+            "nunjucksFilters must map filter names to JavaScript files",
+            path=config.path,
+            line=config.line_of("nunjucksFilters"),
+        )
+        return {}
+    found: dict[str, str] = {}
+    for name, pattern in given.items():
+        line = config.line_of("nunjucksFilters", name)
+        if not isinstance(pattern, str):
+            problems.error(
+                f"nunjucksFilters.{name} must be a path, not {pattern!r}",
+                path=config.path,
+                line=line,
+            )
+            continue
+        # path.join(base, pattern): an absolute pattern is read inside the config's folder too
+        matches = glob_files(pattern.lstrip("/"), root=config.base_dir)
+        if not matches:
+            hint = " (promptfoo reads it as a path: write it without file://)"
+            problems.warn(
+                f"nunjucksFilters.{name}: {pattern} matches no file, so promptfoo defines no "
+                f"'{name}' filter and a template that uses it fails to render"
+                + (hint if pattern.startswith("file://") else ""),
+                path=config.path,
+                line=line,
+            )
+            continue
+        try:
+            require_inside(config.base_dir / matches[-1])
+        except ReadError as exc:
+            problems.error(f"nunjucksFilters.{name}: {exc.message}", path=config.path, line=line)
+            continue
+        found[str(name)] = matches[-1]
+    return found
 
 
 def js_falsy(value: Any) -> bool:

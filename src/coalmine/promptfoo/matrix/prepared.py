@@ -8,20 +8,25 @@ imported suite means what the config means:
   writes as ``testCase`` and what ``context.test`` of JavaScript is);
 - :func:`config_env`: the config's ``env:``, laid over the process environment;
 - :func:`default_delay_ms` and :func:`timeout_ms`: ``evaluateOptions`` that apply to every row;
+- :func:`prompt_code`: what of a row's prompt runs code (a prompt function, the filters);
 - :func:`unsupported_reason`: why coalmine cannot run a row (it is then an ERROR saying so).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from coalmine.promptfoo.matrix.expand import MatrixTest
+from coalmine.promptfoo.matrix.prompt_refs import PromptKind, PromptRef
 
 __all__ = [
+    "PromptCode",
     "config_env",
     "default_delay_ms",
     "prepared_test",
+    "prompt_code",
     "as_test_case",
     "timeout_ms",
     "unsupported_reason",
@@ -108,11 +113,29 @@ def timeout_ms(extras: Mapping[str, Any]) -> float | None:
     return ms if ms is not None and ms > 0 else None
 
 
-def unsupported_reason(*, prompt_kind: str, prompt_label: str, test_provider: Any) -> str | None:
+@dataclass(frozen=True, kw_only=True)
+class PromptCode:
+    """What of a row's prompt runs code: its kind, and the config's Nunjucks filters."""
+
+    kind: PromptKind = "template"
+    ref: str | None = None
+    """A prompt function's ``file[:name]`` or an executable prompt's command, relative to the
+    config's folder (``None`` for a template)."""
+    config: Mapping[str, Any] | None = None
+    """The prompt's ``config`` (what a prompt function sees as ``config``)."""
+    filters: Mapping[str, str] = field(default_factory=dict)
+    """``nunjucksFilters``: each filter's JavaScript file, relative to the config's folder."""
+
+
+def prompt_code(prompt: PromptRef, filters: Mapping[str, str]) -> PromptCode:
+    """The code of a matrix prompt (run by :mod:`coalmine.promptfoo.prompt_code`)."""
+    return PromptCode(
+        kind=prompt.kind, ref=prompt.function, config=prompt.config, filters=dict(filters)
+    )
+
+
+def unsupported_reason(*, test_provider: Any) -> str | None:
     """Why coalmine cannot run a row promptfoo would, or ``None``."""
-    if prompt_kind != "template":
-        what = "prompt function" if prompt_kind == "function" else "executable prompt"
-        return f"a {what} ({prompt_label}) runs code to make the prompt"
     if test_provider is not None:
         return "a test with its own 'provider' (coalmine runs the config's providers)"
     return None

@@ -8,8 +8,9 @@ label promptfoo gives it (an inline prompt's label is its text; a text file's is
 ``<path>: <prompt>``, or ``<label>: <path>: <prompt>``), with ``<path>`` relative to the config's
 folder, as promptfoo shows it when run there (``-c promptfooconfig.yaml``).
 
-Python and JavaScript prompt functions and executables are kept as data (``kind`` says so): they
-run code, which this module never does.
+Python and JavaScript prompt functions and executables are kept as data (``kind`` says so; the
+command after ``exec:`` read as a path, as promptfoo reads it): they run code, which this module
+never does (:mod:`coalmine.promptfoo.prompt_code` runs them when a row is made).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from coalmine.promptfoo.matrix.sources import (
     read_text,
 )
 
-__all__ = ["PromptRef", "maybe_file_path", "read_prompts"]
+__all__ = ["PromptKind", "PromptRef", "maybe_file_path", "read_prompts", "split_command"]
 
 PromptKind = Literal["template", "function", "exec"]
 
@@ -185,7 +186,8 @@ class _Reader:
         label = prompt.get("label")
         base: dict[str, Any] = {"line": line}
         if raw.startswith("exec:"):
-            return [self._executable(raw[5:], label, prompt, base)]
+            command, _, _ = self._parse_path(raw[5:])
+            return [self._executable(command, label, prompt, base)]
         if not maybe_file_path(raw):
             if raw.startswith(_MANAGERS):
                 self.problems.warn(
@@ -304,9 +306,10 @@ class _Reader:
     def _executable(
         self, command: str, label: Any, prompt: dict[str, Any], base: dict[str, Any]
     ) -> dict[str, Any]:
-        first = command.split()[0] if command.split() else command
+        """An executable prompt (``processExecutableFile``): its raw text is the script's."""
+        parts = split_command(command)
         raw = command
-        path = self.base / first
+        path = self.base / (parts[0] if parts else command)
         try:
             if path.is_file() and path.stat().st_size < 100 * 1024:
                 text = path.read_text(encoding="utf-8")
@@ -334,6 +337,19 @@ def _literal(raw: str, prompt: dict[str, Any], base: dict[str, Any]) -> dict[str
         "id": prompt.get("id"),
         "config": prompt.get("config"),
     }
+
+
+_SCRIPT_PART = re.compile(r"""[^\s"']+|"([^"]*)"|'([^']*)'""")
+
+
+def split_command(command: str) -> list[str]:
+    """Split an ``exec:`` command as promptfoo does (``parseScriptParts``).
+
+    Words are runs of anything but whitespace and quotes; ``"…"`` or ``'…'`` is one word
+    without its quotes, and an empty pair stays as the two quote characters (promptfoo keeps
+    ``""`` as written). There are no escapes, and ``a"b"`` is two words.
+    """
+    return [m.group(1) or m.group(2) or m.group(0) for m in _SCRIPT_PART.finditer(command)]
 
 
 def split_prompt_text(text: str) -> list[str]:

@@ -13,8 +13,14 @@ file decides how promptfoo reads it, and two routes differ in ways that show in 
 
 A test's ``vars`` may name vars files (a path or a list, globs allowed) read relative to the
 file that holds the test. promptfoo does not strip ``file://`` there, so ``vars: file://x.yaml``
-reads nothing (a warning says so). Python, JavaScript, spreadsheet and remote test sources run
-code or reach the network: each is reported as not supported.
+reads nothing (a warning says so).
+
+A ``.py`` or JavaScript/TypeScript path (``file://gen.py:make``, ``{path: …, config: …}``) is a
+test generator: its function (``generate_tests`` by default in Python, the module's export in
+JavaScript) is called with the entry's ``config`` (its ``file://`` values loaded) when there is
+one, by the :class:`~coalmine.promptfoo.matrix.code.ConfigCode` the caller gives, and answers
+the tests. Spreadsheet and remote test sources need a reader or the network: each is reported
+as not supported.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from coalmine.promptfoo.matrix.code import NO_CONFIG
 from coalmine.promptfoo.matrix.config import RawConfig
 from coalmine.promptfoo.matrix.csvtests import csv_row_to_test, read_csv_rows
 from coalmine.promptfoo.matrix.filerefs import dereference, load_file_refs
@@ -37,6 +44,7 @@ from coalmine.promptfoo.matrix.sources import (
     load_json,
     load_yaml_text,
     read_text,
+    require_inside,
 )
 
 __all__ = ["DeclaredTest", "read_test", "read_tests"]
@@ -80,7 +88,8 @@ class _Tests:
                 return self.from_glob(tests, line)
             return self.finish(self.standalone(tests, line), self.base)
         if isinstance(tests, dict) and isinstance(tests.get("path"), str):
-            return self.finish(self.standalone(tests["path"], line), self.base)
+            config = tests.get("config", NO_CONFIG)
+            return self.finish(self.standalone(tests["path"], line, config), self.base)
         if not isinstance(tests, list):
             self.problems.warn(
                 "Unsupported 'tests' format: expected a path, a list of paths or a list of tests",
@@ -102,7 +111,8 @@ class _Tests:
                 else:
                     out.extend(self.from_glob(item, item_line))
             elif isinstance(item, dict) and "path" in item:
-                out.extend(self.standalone(str(item["path"]), item_line))
+                config = item.get("config", NO_CONFIG)
+                out.extend(self.standalone(str(item["path"]), item_line, config))
             elif isinstance(item, dict):
                 test = read_test(
                     item,
@@ -141,8 +151,11 @@ class _Tests:
             out.extend([replace(done, doc=test.doc, loc=test.loc)] if done else [])
         return out
 
-    def standalone(self, ref: str, line: int | None) -> list[DeclaredTest]:
-        """Read a local CSV, JSON, JSONL or YAML file as ``readStandaloneTestsFile`` does."""
+    def standalone(self, ref: str, line: int | None, config: Any = NO_CONFIG) -> list[DeclaredTest]:
+        """Read a tests file (CSV, JSON, JSONL, YAML) or run a generator, as promptfoo does.
+
+        That is ``readStandaloneTestsFile``; ``config`` is the entry's, for a generator.
+        """
         path = self.config.path
         if ref.startswith(_REMOTE) or "sharepoint.com/" in ref:
             self.error(f"tests from {ref} are fetched over the network: not supported", path, line)
@@ -154,12 +167,13 @@ class _Tests:
         colon = bare.rfind(":")
         file_part = bare[:colon] if colon > 1 else bare
         extension = os.path.splitext(file_part.split("#")[0])[1].lower()
-        if is_code_file(file_part) or extension in (".xlsx", ".xls"):
-            self.error(
-                f"tests from {ref} need code or a spreadsheet reader: not supported", path, line
-            )
+        if extension in (".xlsx", ".xls"):
+            self.error(f"tests from {ref} need a spreadsheet reader: not supported", path, line)
             return []
         file = self.base / file_part
+        if is_code_file(file_part):
+            function = bare[colon + 1 :] if colon > 1 else None
+            return self.generated(ref, file, function, config, line)
         try:
             text = read_text(file)
             if extension == ".csv":
@@ -181,6 +195,33 @@ class _Tests:
             line=line,
         )
         return []
+
+    def generated(
+        self, ref: str, file: Path, function: str | None, config: Any, line: int | None
+    ) -> list[DeclaredTest]:
+        """The tests a Python or JavaScript generator answers (``readPythonTestCases`` …)."""
+        where = self.config.path
+        if self.config.code is None:
+            self.error(f"tests from {ref} are made by code, which is not run here", where, line)
+            return []
+        try:
+            require_inside(file)
+            if config is not NO_CONFIG:
+                config = load_file_refs(config, base_dir=self.base)
+            made = self.config.code.generate_tests(
+                file, function=function, config=config, base_dir=self.base
+            )
+        except ReadError as exc:
+            self.error(f"tests from {ref}: {exc.message}", where, line)
+            return []
+        tests = []
+        for test in made:
+            if not isinstance(test, dict):
+                shown = json.dumps(test, default=str)[:60]
+                self.error(f"tests from {ref}: a test must be a mapping, not {shown}", where, line)
+                return []
+            tests.append(DeclaredTest(test, file, None))
+        return tests
 
     def csv(self, text: str, file: Path) -> list[DeclaredTest]:
         rows = read_csv_rows(text, path=file, problems=self.problems)

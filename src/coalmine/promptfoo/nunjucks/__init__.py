@@ -38,12 +38,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from coalmine.promptfoo.nunjucks._env import SHADOWED_PREFIX, TemplateError, compile_template
-from coalmine.promptfoo.nunjucks._js import js_key, js_key_order, js_string, js_truthy, to_js
+from coalmine.promptfoo.nunjucks._js import (
+    UNDEFINED,
+    js_key,
+    js_key_order,
+    js_string,
+    js_truthy,
+    to_js,
+)
 from coalmine.promptfoo.nunjucks._json import js_json_parse, js_json_stringify
 
 __all__ = [
+    "UNDEFINED",
     "RenderedPrompt",
     "TemplateError",
+    "js_json_parse",
     "js_json_stringify",
     "js_string",
     "js_truthy",
