@@ -171,7 +171,7 @@ def test_agent_with_unknown_provider(tmp_path: Path) -> None:
     assert error.line == 3
     assert error.reason == (
         "agent 'QA': unknown provider 'comand' (did you mean 'command'?); "
-        "valid providers: anthropic, command, echo, http, openai, python, replay"
+        "valid providers: anthropic, command, echo, http, javascript, openai, python, replay"
     )
 
 
@@ -181,7 +181,7 @@ def test_agent_without_provider(tmp_path: Path) -> None:
     assert error.line == 2
     assert (
         error.reason
-        == "agent 'QA' needs 'provider:' (one of: anthropic, command, echo, http, openai, python, replay)"
+        == "agent 'QA' needs 'provider:' (one of: anthropic, command, echo, http, javascript, openai, python, replay)"
     )
 
 
