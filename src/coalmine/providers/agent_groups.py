@@ -1,6 +1,7 @@
 """The process groups of running command agents: ended when coalmine dies, and on resume.
 
-Each command agent leads its own session (Ctrl-C must reach coalmine, not the agent), so when
+A javascript agent's Node.js process is registered the same way. Each command agent leads its
+own session (Ctrl-C must reach coalmine, not the agent), so when
 coalmine is killed outright nothing ends its agents and the helpers they started. Two things do:
 
 - the watchdog (:mod:`coalmine.providers._watchdog`), one small process started at the first
