@@ -23,6 +23,7 @@ FOLDERS = sorted(p.parent for p in (HERE / "fixtures" / "parity").glob("*/prompt
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # promptfoo runs the config and each exported suite: ~5 s a run
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
 def test_promptfoo_and_coalmine_agree_on_every_row(folder: Path, promptfoo: str) -> None:
     done = subprocess.run(

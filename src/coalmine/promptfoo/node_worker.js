@@ -338,6 +338,7 @@
   async function callFunction(req) {
     const fn = await loadFunction(req.code, req.baseDir);
     return await Promise.resolve(fn(...req.args));
+  }
 
   // --- code that makes prompts, vars, tests and filters (src/prompts/processors/javascript.ts,
   // renderPrompt's var loaders, readJavascriptTestCases, readFilters) ---
