@@ -2,8 +2,9 @@
 
 Run: .venv/bin/python bench/parity/promptfoo.py [--promptfoo EXE] [--verbose] [--json] [DIR ...]
 
-Each DIR holds a ``promptfooconfig.yaml`` (default: every folder under
-``tests/promptfoo/fixtures/parity/``). The folder is copied into a fresh project and:
+Each DIR holds a ``promptfooconfig.yaml``, at its top or in one folder below it with the files it
+names around it (default: every folder under ``tests/promptfoo/fixtures/parity/``). The folder is
+copied into a fresh project (a git repository, as a team's is) and:
 
 - promptfoo (0.121.20; ``--promptfoo`` or ``COALMINE_PROMPTFOO``) runs the config: the rows
   everything else is compared with;
@@ -150,11 +151,21 @@ def count(name: str, ours: Rows | None, error: str, theirs: Rows, outcome: Outco
         outcome.notes.append(f"{name} {place}: a row promptfoo does not have")
 
 
+def config_in(folder: Path) -> Path:
+    """The folder's config: at its top, else the one ``promptfooconfig.yaml`` below it."""
+    found = [folder / CONFIG] if (folder / CONFIG).is_file() else sorted(folder.rglob(CONFIG))
+    if len(found) != 1:
+        raise SystemExit(f"{folder}: want one {CONFIG}, found {len(found)}")
+    return found[0]
+
+
 def compare(folder: Path, executable: str, work: Path, *, suites: int | None = None) -> Outcome:
     outcome = Outcome(folder.name)
     project = work / "project"
     shutil.copytree(folder, project / "promptfoo")
-    config = project / "promptfoo" / CONFIG
+    # a team's configs live in a git repository (the files they name may be anywhere in it)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    config = project / "promptfoo" / config_in(folder).relative_to(folder)
     theirs, error = run_promptfoo(executable, config, work / "promptfoo.json")
     if theirs is None:
         outcome.notes.append(error)
@@ -228,8 +239,8 @@ def main() -> int:
         parser.error("give --promptfoo EXE or set COALMINE_PROMPTFOO (promptfoo 0.121.20)")
     # coalmine grades promptfoo's markup and SQL assertions on promptfoo's own npm packages
     os.environ["COALMINE_PROMPTFOO"] = args.promptfoo
-    folders = args.folders or sorted(p.parent for p in PARITY.glob(f"*/{CONFIG}"))
-    missing = [str(f) for f in folders if not (f / CONFIG).is_file()]
+    folders = args.folders or sorted(p for p in PARITY.iterdir() if p.is_dir())
+    missing = [str(f) for f in folders if not any(f.rglob(CONFIG))]
     if missing:
         parser.error(f"no {CONFIG} in: {', '.join(missing)}")
     outcomes = []

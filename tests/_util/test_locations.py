@@ -175,3 +175,29 @@ def test_an_imported_promptfoo_tests_file_outside_is_refused(tmp_path: Path) -> 
     assert "promptfooconfig.yaml:3" in output and "outside the project" in output
     assert "Traceback" not in output
     assert not (root / "harness").exists()
+
+
+def test_a_promptfoo_config_reads_the_files_of_its_git_repository(tmp_path: Path) -> None:
+    # a team keeps its config in evals/ and names shared files with ../ paths; the repository
+    # is what they trust, so its files are read, and nothing outside it
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "shared").mkdir()
+    (repo / "shared" / "context.txt").write_text("from the shared folder")
+    (tmp_path / "secret.txt").write_text("TOP-SECRET-42")
+    evals = repo / "evals"
+    evals.mkdir()
+    (evals / "promptfooconfig.yaml").write_text(
+        "prompts: ['say {{q}}']\nproviders: [echo]\ntests:\n"
+        "  - vars: {q: 'file://../shared/context.txt'}\n"
+        "  - vars: {q: 'file://../../secret.txt'}\n",
+        encoding="utf-8",
+    )
+    code, output = run_main(
+        "eval", "run", "--promptfoo", str(evals / "promptfooconfig.yaml"), "--root", str(evals),
+        "--format", "json", "--display", "none",
+    )  # fmt: skip
+    assert code == 1, output
+    assert '"say from the shared folder"' in output
+    assert "TOP-SECRET-42" not in output
+    assert "outside the project" in output

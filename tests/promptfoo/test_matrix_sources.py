@@ -21,6 +21,7 @@ from coalmine.promptfoo.matrix.sources import (
     Problems,
     ReadError,
     expand_braces,
+    glob_files,
     has_magic,
     js_keys,
     js_slice,
@@ -117,6 +118,26 @@ def test_brace_expansion() -> None:
         "a/ce/x",
         "a/ce/y",
     ]
+
+
+def test_globs_match_in_node_globs_order(tmp_path: Path) -> None:
+    # node-glob 13 (promptfoo's) on this tree gives these orders: each folder's entries from
+    # the end of the byte-sorted listing, a folder's matches before its subfolders', and
+    # brace alternatives as written
+    names = ["c/one.yaml", "c/two.yaml", "c/B.yaml", "c/10.yaml", "c/9.yaml", "c/_u.yaml",
+             "c/a/x.yaml", "c/a/y.yaml", "c/b/z.yaml", "c/b/d/w.yaml"]  # fmt: skip
+    _files(tmp_path, dict.fromkeys(names, ""))
+    assert glob_files("c/*.yaml", root=tmp_path) == [
+        "c/two.yaml", "c/one.yaml", "c/_u.yaml", "c/B.yaml", "c/9.yaml", "c/10.yaml",
+    ]  # fmt: skip
+    assert glob_files("c/**/*.yaml", root=tmp_path)[-4:] == [
+        "c/b/z.yaml", "c/b/d/w.yaml", "c/a/y.yaml", "c/a/x.yaml",
+    ]  # fmt: skip
+    assert glob_files("c/*", root=tmp_path)[:4] == ["c/two.yaml", "c/one.yaml", "c/b", "c/a"]
+    assert glob_files("c/{one,t*,*}.yaml", root=tmp_path)[:3] == [
+        "c/one.yaml", "c/two.yaml", "c/_u.yaml",
+    ]  # fmt: skip
+    assert glob_files("c/../c/a/*.yaml", root=tmp_path) == ["c/a/y.yaml", "c/a/x.yaml"]
 
 
 def _files(tmp_path: Path, files: dict[str, str | bytes]) -> Path:

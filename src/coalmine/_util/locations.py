@@ -55,14 +55,29 @@ def inside_root(name: str | Path, *, base: Path, root: Path, what: str = "path")
 
 
 def root_for(file: Path, *, root: Path) -> Path:
-    """The folder the references of ``file`` must stay in.
+    """The folder the references of a config ``file`` must stay in.
 
-    That is the project ``root`` when the file is inside it, else the file's own folder (a
-    config named on the command line from elsewhere, on purpose).
+    That is the git repository that holds the file when there is one (a team's promptfoo
+    config in ``evals/`` names ``file://../shared/checks.py`` from the same repository, and
+    the repository is what the team trusts); else the project ``root`` when the file is inside
+    it; else the file's own folder (a config named on the command line from elsewhere).
     """
     resolved = file.resolve()
     top = root.resolve()
-    return top if resolved.is_relative_to(top) else resolved.parent
+    holders = [top] if resolved.is_relative_to(top) else []
+    repository = _repository_of(resolved.parent)
+    if repository is not None:
+        holders.append(repository)
+    # each holds the file, so one holds the other: the shortest path is the widest
+    return min(holders, key=lambda p: len(p.parts)) if holders else resolved.parent
+
+
+def _repository_of(folder: Path) -> Path | None:
+    """The top of the git work tree that holds ``folder`` (a ``.git`` folder or file), if any."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
 
 
 def project_context(*, base_dir: Path, root: Path) -> dict[str, Path]:

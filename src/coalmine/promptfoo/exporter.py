@@ -318,7 +318,8 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
         tests.append(data)
     own = _without_default(tests, source.default_applied) if source.default_test else None
     if own is not None:  # the defaultTest goes back as it came, and out of each test
-        config["defaultTest"] = _rebase_all(source.default_test, base, out_dir)
+        config["defaultTest"] = _default_test(source.default_test, source.default_applied,
+                                              base, out_dir)  # fmt: skip
         tests = own
     config["tests"] = [_rebase_all(test, base, out_dir) for test in tests]
     if suite.meta.timeout_seconds is not None:
@@ -329,6 +330,17 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
 _MERGED = ("vars", "assert", "threshold", "options", "metadata", "provider",
            "assertScoringFunction")  # fmt: skip
 """The keys of a test promptfoo merges with its ``defaultTest`` (:func:`prepare_test`)."""
+
+
+def _default_test(written: Any, applied: Any, base: Path, out_dir: Path) -> Any:
+    """The ``defaultTest`` as it came; inline when it came from a file that names files.
+
+    promptfoo reads the ``file://`` paths inside a ``defaultTest`` file from the config's
+    folder: a config written elsewhere keeps them only when they are written out, rebased.
+    """
+    if isinstance(written, str) and _rebase_all(applied, base, out_dir) != applied:
+        return _rebase_all(applied, base, out_dir)
+    return _rebase_all(written, base, out_dir)
 
 
 def _without_default(

@@ -169,7 +169,13 @@ class _LineRunner:
         judge: JudgeFn | None,
         judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None,
     ) -> Attempt:
-        with reading_inside(root_for(suite_path, root=self._root)):
+        # the files of the project, and those of the config it was imported from (named by
+        # the user who imported it: its folder, or the repository that holds it)
+        roots = [root_for(suite_path, root=self._root)]
+        if meta.promptfoo is not None:
+            config = suite_path.parent / meta.promptfoo.config
+            roots.append(root_for(config, root=self._root))
+        with reading_inside(*roots):
             return await run_promptfoo_line(
                 case, rep, suite=suite, suite_path=suite_path, meta=meta, caller=caller,
                 tools=self._tools, judge=judge, judge_blocks=judge_blocks,

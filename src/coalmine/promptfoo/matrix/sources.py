@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cmp_to_key
 from pathlib import Path
 from typing import Any
 
@@ -288,28 +289,31 @@ def _no_nan(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_ROOT: ContextVar[Path | None] = ContextVar("promptfoo_root", default=None)
+_ROOTS: ContextVar[tuple[Path, ...]] = ContextVar("promptfoo_roots", default=())
 
 
 @contextmanager
-def reading_inside(root: Path) -> Iterator[None]:
-    """Within the block, files a config names must resolve inside ``root``."""
-    token = _ROOT.set(root)
+def reading_inside(*roots: Path) -> Iterator[None]:
+    """Within the block, files a config names must resolve inside one of ``roots``."""
+    token = _ROOTS.set(roots)
     try:
         yield
     finally:
-        _ROOT.reset(token)
+        _ROOTS.reset(token)
 
 
 def require_inside(path: Path) -> Path:
-    """``path`` resolved, or a ``ReadError`` when it leaves the folder of :func:`reading_inside`."""
-    root = _ROOT.get()
-    if root is None:
-        return path
-    try:
-        return inside_root(path, base=Path.cwd(), root=root, what="file")
-    except OutsideProject as exc:
-        raise ReadError(str(exc)) from None
+    """``path`` resolved; a ``ReadError`` when it leaves every folder of ``reading_inside``."""
+    roots = _ROOTS.get()
+    refusal: OutsideProject | None = None
+    for root in roots:
+        try:
+            return inside_root(path, base=Path.cwd(), root=root, what="file")
+        except OutsideProject as exc:
+            refusal = refusal or exc
+    if refusal is not None:
+        raise ReadError(str(refusal)) from None
+    return path
 
 
 def read_bytes(path: Path) -> bytes:
@@ -397,15 +401,32 @@ def has_magic(pattern: str) -> bool:
 def glob_files(pattern: str, *, root: Path) -> list[str]:
     """Paths matching ``pattern`` (relative to ``root`` unless absolute), normalised.
 
-    The order is the directory's (``readdir``) order, as node-glob returns it; no file system
-    promises one, so a config whose outcome depends on it may differ between machines (as it
-    does under promptfoo itself). Alternatives of a ``{a,b}`` come in the order written.
+    In node-glob's order, so that tests read from ``file://tests/*.yaml`` come in promptfoo's
+    order: the alternatives of a ``{a,b}`` as written; within one, each folder's entries in
+    reverse byte order (Node.js lists a folder sorted, and node-glob's walk emits it from the
+    end), a folder's own matches before those found by descending into its subfolders.
     """
     found: dict[str, None] = {}
     for part in expand_braces(pattern):
-        for match in globlib.glob(part, root_dir=root, recursive=True):
-            found.setdefault(posixpath.normpath(match.replace("\\", "/")))
+        matches = [
+            posixpath.normpath(match.replace("\\", "/"))
+            for match in globlib.glob(part, root_dir=root, recursive=True)
+        ]
+        for match in sorted(matches, key=cmp_to_key(_node_glob_order)):
+            found.setdefault(match)
     return list(found)
+
+
+def _node_glob_order(a: str, b: str) -> int:
+    left, right = a.split("/"), b.split("/")
+    for i, (x, y) in enumerate(zip(left, right, strict=False)):
+        if x == y:
+            continue
+        a_descends, b_descends = i < len(left) - 1, i < len(right) - 1
+        if a_descends != b_descends:  # a folder's own match comes before its subfolders'
+            return 1 if a_descends else -1
+        return -1 if x > y else 1
+    return len(left) - len(right)
 
 
 # --- JavaScript value helpers ------------------------------------------------------------------
