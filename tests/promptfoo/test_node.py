@@ -219,9 +219,12 @@ async def test_file_assertions(
 async def test_file_assertions_that_throw_or_miss_make_the_row_an_error(js: NodeRuntime) -> None:
     with pytest.raises(JsError) as thrown:
         await grade(js, "file://assert_file.js:throws")
-    assert str(thrown.value) == "Error: file boom"
+    # the message, and the frame of the config's own file where it threw (as promptfoo's
+    # stack shows it), not the worker's
+    assert thrown.value.where is not None and thrown.value.where.endswith("assert_file.js:9:45")
+    assert str(thrown.value) == f"Error: file boom\n    at {thrown.value.where}"
     assert "assert_file.js:9" in thrown.value.stack
-    with pytest.raises(
+    with pytest.raises(  # no function of that name: no frame of the file's own
         JsError, match=r"^TypeError: Cannot read properties of undefined \(reading 'nope'\)$"
     ):
         await grade(js, "file://assert_file.js:nope")

@@ -99,7 +99,7 @@ def test_a_python_var_loader_gets_the_name_the_raw_prompt_and_the_vars_so_far(
         ("bad", "Error running Python script {file}: no bad"),
         ("empty", "Python script {file} did not return any output"),
         ("number", "the output of Python script {file} must be a string, not 3"),
-        ("raises", "Error running Python script {file}: KeyError: 'gone'"),
+        ("raises", "Error running Python script {file}: KeyError: 'gone' (at {file}:10)"),
     ],
 )
 def test_a_python_loader_that_errs_makes_the_row_an_error(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from coalmine.errors import CoalmineError
+from coalmine.promptfoo.where import js_frame
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -66,7 +67,9 @@ class JsError(CoalmineError):
         self.message = message
         text = f"{name}: {message}" if name and message else name or message
         self.stack = stack or text
-        super().__init__(text)
+        self.where = js_frame(self.stack, skip=Path(str(worker_script())).parent)
+        """``file:line:column`` of the config's own code where it failed, if the stack has it."""
+        super().__init__(f"{text}\n    at {self.where}" if self.where else text)
 
 
 class JsUnsupported(JsError):

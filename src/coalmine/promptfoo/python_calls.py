@@ -31,7 +31,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from typing import Any
 import anyio
 
 from coalmine.promptfoo.script_results import is_grading_result
+from coalmine.promptfoo.where import python_frame
 
 __all__ = [
     "PythonScriptError",
@@ -123,19 +125,16 @@ async def run_python(
         PythonScriptError: the process could not start, the script raised (its last
             traceback line is the message), timed out, or answered something that is not JSON.
     """
-    payload = _payload(args)
-    with tempfile.TemporaryDirectory(prefix="coalmine-python-") as tmp:
-        out = Path(tmp) / "output.json"
-        command = _command(script, function, out, python)
+    with _prepared(script, function, args, python) as (command, payload, out):
         try:
             with anyio.fail_after(timeout):
                 done = await anyio.run_process(
                     command, input=payload, cwd=cwd, check=False, stderr=subprocess.PIPE
                 )
         except TimeoutError:
-            raise PythonScriptError(f"the script did not finish within {timeout:g} s") from None
+            raise _timed_out(timeout) from None
         except OSError as exc:
-            raise PythonScriptError(f"cannot run {command[0]}: {exc}") from None
+            raise _not_started(command, exc) from None
         return _answer(done.returncode, done.stderr, out)
 
 
@@ -153,20 +152,37 @@ def call_python(
     Raises:
         PythonScriptError: as :func:`run_python`.
     """
-    payload = _payload(args)
-    with tempfile.TemporaryDirectory(prefix="coalmine-python-") as tmp:
-        out = Path(tmp) / "output.json"
-        command = _command(script, function, out, python)
+    with _prepared(script, function, args, python) as (command, payload, out):
         try:
             done = subprocess.run(
                 command, input=payload, cwd=cwd, check=False, timeout=timeout,
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
-            raise PythonScriptError(f"the script did not finish within {timeout:g} s") from None
+            raise _timed_out(timeout) from None
         except OSError as exc:
-            raise PythonScriptError(f"cannot run {command[0]}: {exc}") from None
+            raise _not_started(command, exc) from None
         return _answer(done.returncode, done.stderr, out)
+
+
+@contextmanager
+def _prepared(
+    script: Path, function: str, args: list[Any], python: str | None
+) -> Iterator[tuple[list[str], bytes, Path]]:
+    """The command that calls ``function``, its JSON input, and the file its answer goes to."""
+    payload = _payload(args)
+    with tempfile.TemporaryDirectory(prefix="coalmine-python-") as tmp:
+        out = Path(tmp) / "output.json"
+        command = [python or python_executable(), "-c", _WRAPPER, str(script), function, str(out)]
+        yield command, payload, out
+
+
+def _timed_out(timeout: float) -> PythonScriptError:
+    return PythonScriptError(f"the script did not finish within {timeout:g} s")
+
+
+def _not_started(command: list[str], exc: OSError) -> PythonScriptError:
+    return PythonScriptError(f"cannot run {command[0]}: {exc}")
 
 
 def _payload(args: list[Any]) -> bytes:
@@ -178,15 +194,14 @@ def _payload(args: list[Any]) -> bytes:
         ) from None
 
 
-def _command(script: Path, function: str, out: Path, python: str | None) -> list[str]:
-    return [python or python_executable(), "-c", _WRAPPER, str(script), function, str(out)]
-
-
 def _answer(returncode: int, stderr: bytes, out: Path) -> Any:
     """The function's answer, or why there is none (the last line of its traceback)."""
     if returncode != 0:
-        lines = stderr.decode("utf-8", errors="replace").strip().splitlines()
-        raise PythonScriptError(lines[-1] if lines else f"exit code {returncode}")
+        trace = stderr.decode("utf-8", errors="replace").strip()
+        lines = trace.splitlines()
+        where = python_frame(trace)
+        message = lines[-1] if lines else f"exit code {returncode}"
+        raise PythonScriptError(message + (f" (at {where})" if where else ""))
     try:
         answer = json.loads(out.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
