@@ -57,6 +57,18 @@ def test_javascript_key_order_and_slices() -> None:
     assert js_slice("a😀b", 2) == "a"  # half a surrogate pair is dropped
 
 
+def test_yaml_dates_are_empty_objects_in_a_config_and_kept_in_a_var_file() -> None:
+    text = "day: 2024-05-01\nat: 2024-05-01T10:20:30Z\nquoted: '2024-05-01'\nlist: [1999-09-09]\n"
+    assert load_yaml_text(text, path=Path("c.yaml")).data == {
+        "day": {}, "at": {}, "quoted": "2024-05-01", "list": [{}],
+    }  # fmt: skip
+    kept = load_yaml_text(text, path=Path("v.yaml"), dates=True).data
+    assert js_stringify(kept) == (
+        '{"day":"2024-05-01T00:00:00.000Z","at":"2024-05-01T10:20:30.000Z",'
+        '"quoted":"2024-05-01","list":["1999-09-09T00:00:00.000Z"]}'
+    )
+
+
 def test_yaml_keeps_lines_and_rejects_two_documents() -> None:
     doc = load_yaml_text("a:\n  - x\n  - y: 1\n", path=Path("f.yaml"))
 

@@ -259,5 +259,5 @@ def load_var_file(value: str, *, base_dir: Path) -> str:
         return f"data:{mime or _MIME.get(lower, 'image/jpeg')};base64,{encoded}"
     text = read_text(path)
     if extension in ("yaml", "yml"):
-        return js_stringify(load_yaml_text(text, path=path).data)
+        return js_stringify(load_yaml_text(text, path=path, dates=True).data)
     return text.strip()

@@ -255,9 +255,10 @@ class _Reader:
         if extension in (".json", ".yaml", ".yml"):
             text = read_text(path)
             try:
-                parsed = (load_json if extension == ".json" else load_yaml_text)(
-                    text, path=path
-                ).data
+                if extension == ".json":
+                    parsed = load_json(text, path=path).data
+                else:
+                    parsed = load_yaml_text(text, path=path, dates=True).data
                 text = js_stringify(load_file_refs(parsed, base_dir=self.base))
             except ReadError:
                 pass  # promptfoo keeps the text as it is

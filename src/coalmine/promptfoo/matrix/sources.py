@@ -196,8 +196,14 @@ _CoreLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _CoreLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
-def load_yaml_text(text: str, *, path: Path) -> Doc:
-    """Parse one YAML document as promptfoo's ``loadYaml`` does; empty text gives ``None``."""
+def load_yaml_text(text: str, *, path: Path, dates: bool = False) -> Doc:
+    """Parse one YAML document as promptfoo's ``loadYaml`` does; empty text gives ``None``.
+
+    A timestamp (``2024-05-01``) is a JavaScript ``Date`` to js-yaml, which promptfoo's walk of
+    a config or tests file (``maybeLoadConfigFromExternalFile``) copies into an empty object:
+    ``{}`` is what its vars, values and metadata hold. ``dates=True`` keeps the date, as a var
+    file or a prompt file read whole has it (``JSON.stringify`` writes its ISO time).
+    """
     loader = _CoreLoader(text)
     try:
         if not loader.check_node():
@@ -206,7 +212,7 @@ def load_yaml_text(text: str, *, path: Path) -> Doc:
         if node is None or loader.check_node():
             raise ReadError("expected a single document in the stream, but found more")
         lines: dict[Loc, int] = {}
-        data = _construct(loader, node, (), lines)
+        data = _construct(loader, node, (), lines, dates)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
@@ -218,7 +224,9 @@ def load_yaml_text(text: str, *, path: Path) -> Doc:
     return Doc(path, data, lines)
 
 
-def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> Any:
+def _construct(
+    loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], dates: bool
+) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         own: set[Any] = set()
@@ -233,14 +241,16 @@ def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int]) ->
             if not merged:
                 own.add(key)
             lines[(*loc, key)] = key_node.start_mark.line + 1
-            out[key] = _construct(loader, value_node, (*loc, key), lines)
+            out[key] = _construct(loader, value_node, (*loc, key), lines, dates)
         return out
     if isinstance(node, yaml.SequenceNode):
         items = []
         for i, item in enumerate(node.value):
             lines[(*loc, i)] = item.start_mark.line + 1
-            items.append(_construct(loader, item, (*loc, i), lines))
+            items.append(_construct(loader, item, (*loc, i), lines, dates))
         return items
+    if not dates and node.tag == "tag:yaml.org,2002:timestamp":
+        return {}
     return loader.construct_object(node, deep=True)
 
 
