@@ -224,9 +224,7 @@ def load_yaml_text(text: str, *, path: Path, dates: bool = False) -> Doc:
     return Doc(path, data, lines)
 
 
-def _construct(
-    loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], dates: bool
-) -> Any:
+def _construct(loader: Any, node: yaml.Node, loc: Loc, lines: dict[Loc, int], dates: bool) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         own: set[Any] = set()
