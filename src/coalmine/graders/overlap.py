@@ -162,8 +162,8 @@ def bleu_score(candidate: str, references: list[str]) -> float:
     return penalty * math.exp(sum(logs) / len(logs))
 
 
-class BleuConfig(BaseModel):
-    """Config of ``bleu``."""
+class _References(BaseModel):
+    """The references of ``bleu`` and ``gleu``."""
 
     model_config = _CONFIG
 
@@ -171,6 +171,16 @@ class BleuConfig(BaseModel):
 
     value: Annotated[Text | Annotated[list[Text], Field(min_length=1)] | None, NotNull] = None
     """The reference text, or a list of references. Left out: the case's ``expected``."""
+
+    def references(self, ctx: GradeContext, name: str) -> list[str]:
+        value = value_or_expected(self, ctx, name).value
+        assert value is not None  # value_or_expected sets it
+        return [value] if isinstance(value, str) else value
+
+
+class BleuConfig(_References):
+    """Config of ``bleu``."""
+
     threshold: float = Field(BLEU_THRESHOLD, ge=0, le=1)
     """The score at which it passes."""
 
@@ -178,10 +188,7 @@ class BleuConfig(BaseModel):
 @grader("bleu", config=BleuConfig, threshold=BLEU_THRESHOLD, negatable=True)
 async def bleu(config: BleuConfig, output: str, ctx: GradeContext) -> Grade:
     """Score the output's BLEU-4 against the reference(s)."""
-    value = value_or_expected(config, ctx, "bleu").value
-    references = [value] if isinstance(value, str) else value
-    assert references is not None  # value_or_expected sets it
-    score = bleu_score(output, references)
+    score = bleu_score(output, config.references(ctx, "bleu"))
     passed = score >= config.threshold
     return OverlapGrade(score=score, passed=passed, metric="BLEU", threshold=config.threshold)
 
@@ -210,15 +217,9 @@ def gleu_score(candidate: str, references: list[str]) -> float:
     return best
 
 
-class GleuConfig(BaseModel):
+class GleuConfig(_References):
     """Config of ``gleu``."""
 
-    model_config = _CONFIG
-
-    case_inputs: ClassVar[CaseInputs] = {"expected": ("value",)}
-
-    value: Annotated[Text | Annotated[list[Text], Field(min_length=1)] | None, NotNull] = None
-    """The reference text, or a list of references. Left out: the case's ``expected``."""
     threshold: float = Field(GLEU_THRESHOLD, ge=0, le=1)
     """The score at which it passes."""
 
@@ -226,9 +227,6 @@ class GleuConfig(BaseModel):
 @grader("gleu", config=GleuConfig, threshold=GLEU_THRESHOLD, negatable=True)
 async def gleu(config: GleuConfig, output: str, ctx: GradeContext) -> Grade:
     """Score the output's Google-BLEU against the reference(s)."""
-    value = value_or_expected(config, ctx, "gleu").value
-    references = [value] if isinstance(value, str) else value
-    assert references is not None  # value_or_expected sets it
-    score = gleu_score(output, references) if output.strip() else 0.0
+    score = gleu_score(output, config.references(ctx, "gleu")) if output.strip() else 0.0
     passed = score >= config.threshold
     return OverlapGrade(score=score, passed=passed, metric="GLEU", threshold=config.threshold)
