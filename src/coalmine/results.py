@@ -81,6 +81,10 @@ class AgentOutput(BaseModel):
         "promptfoo-convention function answered, the parsed reply to a JSON-schema request, a "
         "message of tool calls. `text` then holds its JSON text, or the message's text."
     )
+    response_fields: dict[str, Any] | None = _extra(
+        "What a promptfoo-convention function answered beside its output (`guardrails`, "
+        "`logProbs`, `metadata`, `sessionId` …), as it came: promptfoo's graders read them."
+    )
 
 
 class Grade(BaseModel):

@@ -23,7 +23,7 @@ from coalmine.promptfoo.json_compat import (
     extract_json_objects,
     is_json,
 )
-from coalmine.promptfoo.markup import promptfoo_install
+from coalmine.promptfoo.own_code import promptfoo_install
 from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.verdicts import HandlerError, Verdict
 from tests.promptfoo.test_run import NEEDS_NODE
@@ -60,8 +60,9 @@ def _call_of(
         value=value,
         output=output,
         text=output if isinstance(output, str) else json.dumps(output),
-        provider_config=config,
+        provider={"id": "echo", "label": "", "config": config or {}},
         provider_response=response or {"output": output},
+        prompt="the prompt",
         variables={},
         latency_ms=12,
         cost=0.0,

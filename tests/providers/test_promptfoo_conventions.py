@@ -129,6 +129,16 @@ def test_an_output_that_is_not_a_string_is_kept_as_its_data(output: Any, data: A
     assert answer.data == data and type(answer.data) is type(data)
 
 
+def test_the_other_fields_of_a_response_are_kept_as_they_came() -> None:
+    result = {"output": "ok", "cost": 0.5, "finishReason": "stop", "guardrails": {"flagged": True},
+              "logProbs": [-0.1, -0.2], "metadata": {"source": "kb"}, "error": None}  # fmt: skip
+    answer = read_answer(result, "call_api")
+    assert answer.fields == {
+        "guardrails": {"flagged": True}, "logProbs": [-0.1, -0.2], "metadata": {"source": "kb"},
+    }  # fmt: skip
+    assert read_answer({"output": "ok", "tokenUsage": {"total": 1}}, "call_api").fields is None
+
+
 @pytest.mark.parametrize(
     ("result", "message", "kind"),
     [

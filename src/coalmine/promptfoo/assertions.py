@@ -64,7 +64,11 @@ WITH_THRESHOLD: frozenset[str] = frozenset(
 HANDLED: frozenset[str] = frozenset(
     {"levenshtein", "rouge-n", "bleu", "gleu", "latency", "cost", "is-json", "contains-json",
      "contains-html", "finish-reason", "is-valid-openai-tools-call", "is-xml", "contains-xml",
-     "is-html", "is-sql", "contains-sql"}
+     "is-html", "is-sql", "contains-sql", "tool-call-f1", "is-valid-openai-function-call",
+     "is-valid-function-call", "skill-used", "guardrails", "perplexity", "perplexity-score",
+     "trace-error-spans", "trace-span-count", "trace-span-duration", "trajectory:tool-args-match",
+     "trajectory:step-count", "trajectory:tool-sequence", "trajectory:tool-used", "ruby",
+     "meteor"}
 )  # fmt: skip
 """Types graded by promptfoo's own rules (:mod:`coalmine.promptfoo.handlers`), each with its
 ``not-`` form: promptfoo's verdict differs from the native grader's, or needs the provider's
@@ -84,8 +88,6 @@ UNSUPPORTED: dict[str, str] = {
     "moderation": "calls a moderation API coalmine does not call",
     "webhook": "calls a web service from a grader; coalmine graders reach no network",
     "classifier": "needs a classifier model coalmine does not run",
-    "perplexity": "needs the model's log-probabilities",
-    "perplexity-score": "needs the model's log-probabilities",
     "select-best": "compares rows with each other; coalmine grades each row alone",
     "max-score": "compares rows with each other; coalmine grades each row alone",
     "human": "a human rating, not an automatic grade",

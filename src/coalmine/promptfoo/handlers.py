@@ -21,9 +21,9 @@ types are graded here, as promptfoo's ``src/assertions/*.ts`` grade them:
   provider config's ``tools`` function of that name. promptfoo's handler ignores ``not-``, so
   the ``not-`` form gives the same verdict (kept).
 - ``contains-html``: the native grader's heuristics, which are promptfoo's.
-- ``is-xml``, ``contains-xml``, ``is-html``, ``is-sql``, ``contains-sql``: promptfoo's own
-  code, in Node.js, on the npm packages it uses (saxes, fast-xml-parser, parse5,
-  node-sql-parser): :mod:`coalmine.promptfoo.markup`.
+- ``is-xml``, ``contains-xml``, ``is-html``, ``is-sql``, ``contains-sql``, the tool-call,
+  log-probability, trace and trajectory types, ``guardrails``, ``ruby`` and ``meteor``:
+  promptfoo's own code, in Node.js: :mod:`coalmine.promptfoo.own_code`.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ from coalmine.graders.text import levenshtein_distance
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import HANDLED
 from coalmine.promptfoo.json_compat import contains_json, is_json, schema_validator
-from coalmine.promptfoo.markup import MARKUP_TYPES, markup_check
 from coalmine.promptfoo.matrix.filerefs import load_file_ref
 from coalmine.promptfoo.matrix.sources import ReadError, split_file_url
 from coalmine.promptfoo.node import NodeRuntime
 from coalmine.promptfoo.nunjucks import TemplateError, js_truthy, render_vars_in_object
 from coalmine.promptfoo.nunjucks._json import js_json_stringify
+from coalmine.promptfoo.own_code import OWN_CODE_TYPES, OwnCodeCheck, own_code_check
 from coalmine.promptfoo.verdicts import PASSED, HandlerError, Verdict, verdict
 
 __all__ = ["HANDLERS", "HandlerCall", "handle"]
@@ -62,8 +62,11 @@ class HandlerCall:
     """The output after the transforms (an object stays one)."""
     text: str
     """The output as ``outputString`` (a string as is, else its JSON)."""
-    provider_config: Mapping[str, Any] | None
+    provider: Mapping[str, Any]
+    """``{"id", "label", "config"}`` of the row's provider."""
     provider_response: Mapping[str, Any]
+    prompt: str
+    """The rendered prompt."""
     variables: Mapping[str, Any]
     latency_ms: int
     cost: float | None
@@ -197,9 +200,10 @@ async def _tools_call(call: HandlerCall) -> Verdict:
     if not _valid_looking(calls):
         shown = js_json_stringify(calls)
         return verdict(False, f"OpenAI did not return a valid-looking tools response: {shown}")
-    if call.provider_config is None:
+    provider_config = call.provider.get("config")
+    if not isinstance(provider_config, Mapping):
         raise HandlerError("TypeError: Cannot read properties of undefined (reading 'tools')")
-    tools = call.provider_config.get("tools")
+    tools = provider_config.get("tools")
     if js_truthy(tools):
         tools = _load_tools(tools, call)
     if not js_truthy(tools):
@@ -273,15 +277,21 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-async def _markup(call: HandlerCall) -> Verdict:
-    return await markup_check(
-        call.assertion.base_type,
+async def _own_code(call: HandlerCall) -> Verdict:
+    check = OwnCodeCheck(
+        base_type=call.assertion.base_type,
         inverse=call.inverse,
         value=call.value,
-        text=call.text,
-        base_dir=call.base_dir,
-        node=call.node,
+        threshold=call.threshold,
+        config=call.assertion.config or None,
+        output=call.output,
+        response=call.provider_response,
+        provider=call.provider,
+        variables=call.variables,
+        latency_ms=call.latency_ms,
+        prompt=call.prompt,
     )
+    return await own_code_check(check, base_dir=call.base_dir, node=call.node)
 
 
 HANDLERS: dict[str, Handler] = {
@@ -296,7 +306,7 @@ HANDLERS: dict[str, Handler] = {
     "contains-html": _contains_html,
     "finish-reason": _finish_reason,
     "is-valid-openai-tools-call": _tools_call,
-    **{name: _markup for name in MARKUP_TYPES},
+    **{name: _own_code for name in OWN_CODE_TYPES},
 }
 assert frozenset(HANDLERS) == HANDLED  # the mapping sends exactly these here
 

@@ -278,10 +278,11 @@ class NodeRuntime:
     async def check(
         self, check: Mapping[str, Any], *, base_dir: Path, package_dirs: Sequence[Path] = ()
     ) -> dict[str, Any]:
-        """Run one of promptfoo's markup or SQL assertions (``node_checks.cjs``) in Node.js.
+        """Grade one assertion with promptfoo's own code (``node_checks.cjs``) in Node.js.
 
-        ``check`` is ``{baseType, inverse, renderedValue, outputString}``; the npm packages it
-        needs are looked for from ``base_dir``, then from each of ``package_dirs``.
+        ``check`` is ``{assertion, output, response, provider, vars, latencyMs, prompt}``
+        (:class:`coalmine.promptfoo.own_code.OwnCodeCheck`); promptfoo is looked for from
+        ``base_dir``, then from each of ``package_dirs``.
 
         Raises:
             JsUnsupported: a package it needs is not installed (the message says what to run).

@@ -1,6 +1,6 @@
-// promptfoo's markup and SQL assertions (is-xml, contains-xml, is-html, is-sql, contains-sql)
-// for coalmine's worker (node_worker.js, op "check"). Their verdicts come from the grammars of
-// the npm packages promptfoo grades them with, which no Python library reproduces, so the
+// The assertions promptfoo grades with code of its own (markup and SQL grammars, tool calls as
+// its providers shape them, log-probabilities, traces, ruby, meteor: coalmine.promptfoo.own_code)
+// for coalmine's worker (node_worker.js, op "check"). No Python library reproduces them, so the
 // verdict is asked of promptfoo itself, through its public API (`assertions.runAssertion`),
 // from the promptfoo package found first in: the config's folder (its node_modules), the
 // promptfoo install coalmine found, NODE_PATH. Nothing of promptfoo is copied here.
@@ -42,17 +42,21 @@ async function loadPromptfoo(dirs) {
   return api;
 }
 
-// One assertion: {baseType, inverse, renderedValue, outputString}; dirs: where to look.
+// One assertion: {assertion, output, response, provider, vars, latencyMs, prompt}; dirs: where
+// to look for promptfoo.
 async function runCheck(req, dirs) {
   const api = await loadPromptfoo(dirs);
-  const assertion = { type: (req.inverse ? "not-" : "") + req.baseType };
-  if (req.renderedValue !== null && req.renderedValue !== undefined) {
-    assertion.value = req.renderedValue;
-  }
+  const given = req.provider || {};
+  // promptfoo hands its handlers the provider object, whose id is a method
+  const provider = { id: () => given.id, label: given.label, config: given.config || {} };
   const result = await api.runAssertion({
-    assertion,
-    test: { vars: {} },
-    providerResponse: { output: req.outputString },
+    prompt: req.prompt,
+    provider,
+    assertion: req.assertion,
+    test: { vars: req.vars || {}, assert: [req.assertion] },
+    vars: req.vars || {},
+    latencyMs: req.latencyMs,
+    providerResponse: { ...(req.response || {}), output: req.output },
   });
   return { pass: result.pass, score: result.score, reason: result.reason };
 }

@@ -219,10 +219,12 @@ async def _evaluate(
     usage: dict[str, Any] | None = None
     cost: float | None = 0.0
     stopped: str | None = None
+    fields: Mapping[str, Any] = {}
     if fixed:
         output: Any = row.provider_output
     else:
-        output, usage, cost, stopped = await _call(row, agent, tools, rendered.text, rendered.vars)
+        answer = await _call(row, agent, tools, rendered.text, rendered.vars)
+        output, usage, cost, stopped, fields = answer
     state.latency_ms = round((tools.clock.monotonic() - started) * 1000)
     if agent.delay_ms > 0:  # promptfoo waits after a fixed output too (it is never cached)
         await anyio.sleep(agent.delay_ms / 1000)
@@ -238,18 +240,23 @@ async def _evaluate(
     )
     if output is None:
         return result
-    response: dict[str, Any] = {"output": output, "cached": False}
+    response: dict[str, Any] = {**fields, "output": output, "cached": False}
     if usage is not None:
         response["tokenUsage"] = usage
     if stopped is not None:
         response["finishReason"] = stopped
-    # coalmine's agents return no response metadata, so no transform sees ``context.metadata``
-    context = js_transform_context(variables=rendered.vars, prompt=row.prompt)
-    if agent.transform:
+    if agent.transform:  # promptfoo gives a provider's transform no response metadata
+        context = js_transform_context(variables=rendered.vars, prompt=row.prompt)
         output = await _transform(agent.transform, output, row, tools, context, "provider")
     transformed = output
     test_transform = row.options.get("transform") or row.options.get("postprocess")
     if js_truthy(test_transform):
+        metadata = fields.get("metadata")
+        context = js_transform_context(
+            variables=rendered.vars,
+            prompt=row.prompt,
+            metadata=metadata if isinstance(metadata, Mapping) else None,
+        )
         output = await _transform(test_transform, output, row, tools, context, "test")
     scope = AssertionScope(
         output=output,
@@ -320,8 +327,8 @@ async def _call(
     tools: RowTools,
     prompt: str,
     variables: Mapping[str, Any],
-) -> tuple[Any, dict[str, Any] | None, float | None, str | None]:
-    """The agent's answer (``None`` for promptfoo's "No output"), tokens, cost, finish reason."""
+) -> tuple[Any, dict[str, Any] | None, float | None, str | None, Mapping[str, Any]]:
+    """The answer (``None`` for "No output"), tokens, cost, finish reason, other fields."""
     if agent.caller is None:
         raise RowError(f"unsupported: provider {agent.id!r}: {agent.problem or 'no agent'}")
     extra = {"prompt": dict(row.prompt), "test": dict(row.test_case), "repeatIndex": row.repeat}
@@ -334,7 +341,7 @@ async def _call(
         )
     except ProviderError as exc:
         if exc.kind == "bad_output" and exc.reason == NO_OUTPUT:
-            return None, None, None, None
+            return None, None, None, None, {}
         message = exc.reason
         if exc.stderr_tail:
             message += "\nstderr (tail):\n" + exc.stderr_tail[-1000:]
@@ -343,10 +350,11 @@ async def _call(
     # what promptfoo's provider would have answered: an object stays an object
     answer = output.text if output.data is None else output.data
     if agent.caller.agent.provider == "echo":
-        return answer, _usage(output.usage), 0.0, None
+        return answer, _usage(output.usage), 0.0, None, {}
     used = agent_usage(output, agent.caller.agent, tools.pricing)
     cost = used.cost if used is not None else None
-    return answer, _usage(output.usage), cost, output.finish_reason
+    fields = output.response_fields or {}
+    return answer, _usage(output.usage), cost, output.finish_reason, fields
 
 
 _TOKENS = (

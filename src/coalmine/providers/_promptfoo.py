@@ -183,6 +183,10 @@ def call_arguments(prompt: str, options: Mapping[str, Any], context: Mapping[str
         raise ConventionError(f"the call cannot be passed as JSON: {exc}", kind="config") from None
 
 
+READ_FIELDS = frozenset({"output", "error", "tokenUsage", "cost", "finishReason"})
+"""The fields of a response read into :class:`Answer`'s own attributes."""
+
+
 @dataclass(frozen=True)
 class Answer:
     """What a promptfoo-convention function answered."""
@@ -195,6 +199,8 @@ class Answer:
     """The ``finishReason`` the function reported, as it is (promptfoo does not map it)."""
     data: Any = None
     """The ``output`` when it is not a string (an object, a list, a number …), as it came."""
+    fields: dict[str, Any] | None = None
+    """The response's other fields (``guardrails``, ``logProbs``, ``metadata`` …), if any."""
 
 
 def read_answer(result: Any, function: str) -> Answer:
@@ -234,6 +240,7 @@ def read_answer(result: Any, function: str) -> Answer:
         cost=reported,
         finish_reason=stopped if isinstance(stopped, str) else None,
         data=None if isinstance(output, str) else output,
+        fields={k: v for k, v in data.items() if k not in READ_FIELDS} or None,
     )
 
 

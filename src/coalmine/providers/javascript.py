@@ -190,6 +190,7 @@ class JavaScriptProvider:
             text=str(result.get("text", "")),
             data=result.get("data"),
             finish_reason=result.get("finishReason"),
+            response_fields=result.get("fields") or None,
             usage=token_usage(result.get("tokenUsage")),
             cost=float(cost) if isinstance(cost, int | float) else None,
         )

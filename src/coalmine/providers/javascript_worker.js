@@ -149,6 +149,10 @@
     if (response.tokenUsage && typeof response.tokenUsage === "object") answer.tokenUsage = response.tokenUsage;
     if (typeof response.cost === "number" && Number.isFinite(response.cost)) answer.cost = response.cost;
     if (typeof response.finishReason === "string") answer.finishReason = response.finishReason;
+    // the rest (guardrails, logProbs, metadata, sessionId …) as JSON: promptfoo's graders read it
+    const { output: _o, error: _e, tokenUsage: _t, cost: _c, finishReason: _f, ...rest } = response;
+    const fields = JSON.parse(JSON.stringify(rest) ?? "{}");
+    if (Object.keys(fields).length) answer.fields = fields;
     return answer;
   }
 

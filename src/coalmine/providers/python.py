@@ -137,6 +137,7 @@ class PythonProvider:
                 cost=answer.cost,
                 finish_reason=answer.finish_reason,
                 data=answer.data,
+                response_fields=answer.fields,
             )
         if isinstance(result, str):
             return AgentOutput(text=result)
