@@ -23,8 +23,8 @@ from coalmine.promptfoo.json_compat import (
     extract_json_objects,
     is_json,
 )
-from coalmine.promptfoo.own_code import promptfoo_install
 from coalmine.promptfoo.node import NodeRuntime
+from coalmine.promptfoo.own_code import promptfoo_install
 from coalmine.promptfoo.verdicts import HandlerError, Verdict
 from tests.promptfoo.test_run import NEEDS_NODE
 
