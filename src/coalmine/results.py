@@ -106,6 +106,17 @@ class Grade(BaseModel):
         """Say what cost points (missing keywords, sections, weak criteria); empty if nothing."""
         return self.detail or ""
 
+    def flag(self, name: str) -> Any:
+        """A field or extra of this grade (``gate``, ``unstable``, ``reruns``), or ``None``.
+
+        Cheaper than ``getattr(grade, name, None)``, which raises and catches inside pydantic
+        for every name the grade lacks (the case loop asks each grade several times).
+        """
+        found = self.__dict__.get(name)
+        if found is None and self.__pydantic_extra__:
+            found = self.__pydantic_extra__.get(name)
+        return found
+
 
 class Usage(BaseModel):
     """Tokens one role (the agent, or the judge) used for a case, and what they cost."""

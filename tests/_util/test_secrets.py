@@ -7,6 +7,7 @@ from coalmine._util.secrets import (
     config_secrets,
     redact,
     redact_data,
+    redact_encoded,
     redact_model,
     secret_digest,
     sensitive_header,
@@ -103,3 +104,34 @@ def test_an_identity_holds_a_digest_that_changes_with_the_secret() -> None:
     other = KEY.replace("0", "1")
     assert conceal({"env": {"OPENAI_API_KEY": other}}, [other]) != {"env": hidden["env"]}
     assert redact_data({"a": [f"x {KEY}"], KEY: 1}, [KEY]) == {"a": ["x ***"], "***": 1}
+
+
+def test_a_record_encoded_once_is_scrubbed_as_one_walked_string_by_string() -> None:
+    import json
+    import random
+
+    secrets = ["sk-live-0123456789", 'quo"te\\key', "ключ-секрет"]
+    pieces = [
+        "plain text",
+        "sk-live-0123456789",
+        "…0123456789 at a cut",
+        "ends sk-live-01…",
+        json.dumps({"reply": 'quo"te\\key'}),
+        "ключ-секрет inside",
+        "tail …",
+        "x" * 30,
+    ]
+    rng = random.Random(7)
+    for _ in range(300):
+        value = {
+            rng.choice(pieces): [rng.choice(pieces) for _ in range(rng.randrange(4))],
+            "n": rng.randrange(10),
+            "nested": {"k": rng.choice(pieces), "t": (rng.choice(pieces), None, 1.5)},
+        }
+        value = json.loads(json.dumps(value))  # JSON-like, as records are
+        clean, text = redact_encoded(value, secrets)
+        assert clean == redact_data(value, secrets)
+        assert text == json.dumps(clean, ensure_ascii=False)
+    untouched = {"output": "nothing secret here", "grades": {"equals": {"passed": True}}}
+    clean, _ = redact_encoded(untouched, secrets)
+    assert clean is untouched  # a clean record is not walked, nor copied

@@ -181,6 +181,25 @@ def redact_data(value: T, secrets: Sequence[str]) -> T:
     return _map_strings(value, lambda text: redact(text, every))  # type: ignore[no-any-return]
 
 
+def redact_encoded(value: T, secrets: Sequence[str]) -> tuple[T, str]:
+    """``value`` scrubbed as :func:`redact_data` scrubs it, and its JSON text (not ASCII-escaped).
+
+    The text is made once and searched: only a value in which a secret (or the start or end of
+    one beside a ``…``) is found is walked string by string, so a clean record, the usual one,
+    costs one encoding, the one its store needed anyway.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    every = [s for s in _with_escapes(secrets) if len(s) >= MIN_LENGTH]
+    found = any(_as_in_json(s) in text for s in every) or (
+        CUT in text
+        and any(_as_in_json(s[:4]) in text or _as_in_json(s[-4:]) in text for s in every)
+    )
+    if not found:
+        return value, text
+    value = redact_data(value, secrets)
+    return value, json.dumps(value, ensure_ascii=False)
+
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -193,9 +212,14 @@ def redact_model(model: M, secrets: Sequence[str]) -> M:
     return model if clean == text else type(model).model_validate_json(clean)
 
 
+def _as_in_json(text: str) -> str:
+    """``text`` as it reads inside a JSON string."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
 def _with_escapes(secrets: Sequence[str]) -> list[str]:
     """The secrets, and each as it reads inside a JSON string (where that differs)."""
-    escaped = [json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets]
+    escaped = [_as_in_json(s) for s in secrets]
     return [*secrets, *(e for e, s in zip(escaped, secrets, strict=True) if e != s)]
 
 

@@ -8,6 +8,7 @@ cassette get the answer scrubbed, and the identity they key on holds a digest of
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -137,7 +138,8 @@ class Caller:
     async def _attempt(
         self, request: AgentRequest, deadline: _Deadline, attempt: int
     ) -> AgentOutput:
-        request = replace(request, context=replace(request.context, attempt=attempt))
+        if attempt != request.context.attempt:  # (replace() is dear on the hot path: not twice)
+            request = replace(request, context=replace(request.context, attempt=attempt))
         if self.limiter is None:
             await self.gate.wait()
             return await self._timed(request, deadline)
@@ -150,7 +152,9 @@ class Caller:
         try:
             if remaining <= 0:
                 raise TimeoutError
-            with anyio.fail_after(remaining):
+            # asyncio's own timeout: one timer, where anyio's cancel scope costs several
+            # callbacks a call (every run is on asyncio: anyio.run's default backend)
+            async with asyncio.timeout(remaining):
                 output = await self.provider.call(request)
             usage = output.usage or {}
             self.gate.used(usage.get("total_tokens") or sum(

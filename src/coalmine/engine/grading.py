@@ -143,9 +143,9 @@ def unstable_warnings(grades: Mapping[str, Grade]) -> list[str]:
     """One warning for each judge grade whose reruns straddled its threshold."""
     return [
         f"unstable: {key} reruns straddle the threshold (scores "
-        f"{', '.join(f'{s:g}' for s in getattr(g, 'reruns', []))})"
+        f"{', '.join(f'{s:g}' for s in g.flag('reruns') or [])})"
         for key, g in grades.items()
-        if getattr(g, "unstable", False)
+        if g.flag("unstable")
     ]
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coalmine._util.clock import Clock
-from coalmine._util.secrets import redact, redact_data
+from coalmine._util.secrets import redact, redact_encoded
 from coalmine.config import AgentConfig, Price
 from coalmine.engine.call import Caller
 from coalmine.engine.costs import agent_usage
@@ -114,7 +114,7 @@ async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -
         record["call_failures"] = [*exc.failures, f"{exc.kind}: {exc.reason}"]
         return Attempt(
             planned.name, case_id, rep, "fail", True, 0.0, {}, None, None, None, None,
-            exc.kind, _scrub(record, secrets),
+            exc.kind, *_scrub(record, secrets),
         )  # fmt: skip
     output = called.output
     latency = None if called.cache == "hit" else round(clock.monotonic() - t0, 4)
@@ -159,7 +159,7 @@ async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -
         except GradeError as exc:
             error, error_grader, error_key = exc, grader, key
             break
-        if getattr(grade, "gate", False):
+        if grade.flag("gate"):
             gates.add(key)
         grades[key] = grade.model_copy(update={"weight": spec.weight})
     prompt_tokens = usage.prompt_tokens if usage is not None else None
@@ -175,7 +175,7 @@ async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -
     warnings = [*output.warnings, *unstable_warnings(grades)]
     if warnings:
         record["warnings"] = warnings
-    if any(getattr(g, "unstable", False) for g in grades.values()):
+    if any(g.flag("unstable") for g in grades.values()):
         record["unstable"] = True
     if output.tool_calls:
         record["tool_calls"] = [t.model_dump(exclude_none=True) for t in output.tool_calls]
@@ -196,14 +196,14 @@ async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -
         blocks = kind != "judge" or blocking[error_key]
         return Attempt(
             planned.name, case_id, rep, "error", blocks, None, scores, latency, prompt_tokens,
-            completion_tokens, cost, kind, _scrub(record, secrets),
+            completion_tokens, cost, kind, *_scrub(record, secrets),
         )  # fmt: skip
     ran = {k: g for k, g in grades.items() if g.score is not None}
     if not ran:
         record["error"] = "every grader was skipped (no judge for this run)"
         return Attempt(
             planned.name, case_id, rep, "error", False, None, scores, latency, prompt_tokens,
-            completion_tokens, cost, "no_graders", _scrub(record, secrets),
+            completion_tokens, cost, "no_graders", *_scrub(record, secrets),
         )  # fmt: skip
     passed, score = _passes(ran, gates, case.threshold)
     blockers = {k: g for k, g in ran.items() if blocking[k]}
@@ -215,7 +215,7 @@ async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -
     return Attempt(
         planned.name, case_id, rep, "pass" if passed else "fail",
         not passed_blocking, round(score, 6), scores, latency,
-        prompt_tokens, completion_tokens, cost, None, _scrub(record, secrets),
+        prompt_tokens, completion_tokens, cost, None, *_scrub(record, secrets),
     )  # fmt: skip
 
 
@@ -238,7 +238,8 @@ async def _run_compat_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: R
         judge=judge,
         judge_blocks=env.gate.blocks if env.gate is not None else None,
     )
-    return attempt._replace(record=_scrub(attempt.record, env.secrets))
+    record, encoded = _scrub(attempt.record, env.secrets)
+    return attempt._replace(record=record, record_json=encoded)
 
 
 def suite_config(suite: SuiteRun, spec: GraderSpec, grader: GraderType) -> Any:
@@ -317,6 +318,6 @@ def _output_record(text: str, secrets: list[str]) -> dict[str, Any]:
     return record
 
 
-def _scrub(record: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
-    """Scrub secrets from every string of the record (JSON escapes included)."""
-    return redact_data(record, secrets)
+def _scrub(record: dict[str, Any], secrets: list[str]) -> tuple[dict[str, Any], str]:
+    """The record scrubbed of secrets in every string (JSON escapes included), and its JSON."""
+    return redact_encoded(record, secrets)

@@ -42,6 +42,8 @@ class Attempt(NamedTuple):
     cost: float | None
     error_kind: str | None
     record: dict[str, Any]
+    record_json: str | None = None
+    """The record's JSON, when the run encoded it already (scrubbing it): stored as it is."""
 
 
 _INSERT = (
@@ -113,7 +115,7 @@ class AttemptWriter:
                 a.completion_tokens,
                 a.cost,
                 a.error_kind,
-                json.dumps(a.record, ensure_ascii=False),
+                a.record_json or json.dumps(a.record, ensure_ascii=False),
             )
         )
         key = (self.run_id, a.suite, a.case_id, a.rep)
