@@ -80,6 +80,18 @@ class LoopbackServer(Generic[R, Q]):
             reply = self.refuse(received)
             if reply is None and self.replies:
                 reply = self.replies.popleft()
+        answered = False
+
+        def answered_now() -> None:
+            # The count drops before the body's last byte goes out: the client can only send
+            # its next request after reading it, so a drop after the write would race that
+            # next request's rise and count one more than the client ever had open.
+            nonlocal answered
+            if not answered:
+                answered = True
+                with self._lock:
+                    self.in_flight -= 1
+
         try:
             reply = reply or self.default(received)
             if reply.delay and self._closing.wait(reply.delay):
@@ -94,8 +106,11 @@ class LoopbackServer(Generic[R, Q]):
             handler.end_headers()
             trickle: float = getattr(reply, "trickle", 0.0)
             if not trickle:
+                answered_now()
                 handler.wfile.write(data)
             for i in range(len(data) if trickle else 0):
+                if i == len(data) - 1:
+                    answered_now()
                 handler.wfile.write(data[i : i + 1])
                 handler.wfile.flush()
                 if self._closing.wait(trickle):
@@ -103,8 +118,7 @@ class LoopbackServer(Generic[R, Q]):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test)
         finally:
-            with self._lock:
-                self.in_flight -= 1
+            answered_now()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
