@@ -485,3 +485,19 @@ def test_a_suite_carries_what_its_code_needs_and_loads(tmp_path: Path) -> None:
         assert index.meta.promptfoo.prompt.kind == suite.meta["promptfoo"]["prompt"]["kind"]
         assert index.meta.promptfoo.nunjucks_filters == {"shout": "shout.js"}
         assert [index.read(i).promptfoo.repeat_index for i in range(2)] == [0, 1]  # type: ignore[union-attr]
+
+
+def test_a_test_that_stores_its_output_is_named_as_differing_when_imported(
+    tmp_path: Path,
+) -> None:
+    path = write_config(
+        tmp_path,
+        "prompts: ['{{q}} {{prev}}']\nproviders: [echo]\ntests:\n"
+        "  - vars: {q: a}\n"
+        "  - vars: {q: b}\n    options: {storeOutputAs: prev}\n"
+        "  - vars: {q: c}\n",
+    )
+    found = plan_import(path, out_dir=tmp_path / "project")
+    (warning,) = found.warnings
+    assert warning.startswith(f"{path}:5: options.storeOutputAs 'prev': ")
+    assert "`coalmine eval run --promptfoo`" in warning

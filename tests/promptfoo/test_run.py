@@ -463,3 +463,39 @@ def test_live_promptfoo_and_coalmine_agree_row_by_row(
     theirs = run_real_promptfoo(promptfoo, config, tmp_path, reuse=True)
     rows = {(r["testIdx"], r["promptIdx"]): r for r in theirs["results"]["results"]}
     assert_same_rows(run(config, tmp_path), rows)
+
+
+STORED = PROMPTFOO / "runs" / "stored_outputs.yaml"
+
+
+def test_a_stored_output_reaches_every_later_row_in_promptfoos_order(tmp_path: Path) -> None:
+    done = run(STORED, tmp_path)
+    outputs = {(r.row.test_idx, r.row.prompt_idx): r.result.output for r in done.rows}
+    # test 0 stores, row by row: each row renders with the output the row before it stored
+    assert outputs[(0, 0)] == "TA one none"
+    assert outputs[(0, 1)] == "TB one TA one none"
+    assert outputs[(0, 2)] == "TA ONE TB ONE TA ONE NONE"
+    last = "TB ONE TA ONE TB ONE TA ONE NONE"
+    assert outputs[(0, 3)] == last
+    # the stored value wins over the test's own var of that name
+    assert outputs[(1, 1)] == f"B two {last}"
+    # an empty output is not stored: {{other}} stays unknown, and is kept as written
+    assert outputs[(3, 0)] == "A four {{other}} " + last
+    assert [r.result.outcome.success for r in done.rows if r.row.test_idx == 3] == [
+        True, True, False, False
+    ]
+    assert [r.result.outcome.success for r in done.rows if r.row.test_idx == 1] == [
+        False, True, False, True
+    ]
+
+
+@NEEDS_NODE
+def test_stored_outputs_agree_with_live_promptfoo(promptfoo: str, tmp_path: Path) -> None:
+    theirs = run_real_promptfoo(promptfoo, STORED, tmp_path)
+    rows = {(r["testIdx"], r["promptIdx"]): r for r in theirs["results"]["results"]}
+    ours = run(STORED, tmp_path)
+    assert_same_rows(ours, rows)
+    for row in ours.rows:
+        assert row.result.output == rows[(row.row.test_idx, row.row.prompt_idx)]["response"][
+            "output"
+        ]

@@ -315,6 +315,11 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
             by_alias=True, exclude_defaults=True, exclude={"id", "test_idx", "repeat_index"}
         )
         data.pop("tags", None)
+        if line.options.get("storeOutputAs"):  # promptfoo's registers span the whole eval
+            exported.note(
+                "options.storeOutputAs: the config holds this suite's column only: a stored "
+                "output reaches the later rows of this column, not the other columns' rows"
+            )
         tests.append(data)
     own = _without_default(tests, source.default_applied) if source.default_test else None
     if own is not None:  # the defaultTest goes back as it came, and out of each test

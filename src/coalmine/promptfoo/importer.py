@@ -172,6 +172,7 @@ def plan_import(
     warnings += unsupported
     rows = _unsupported_rows(matrix)
     warnings += rows
+    warnings += _stored_outputs(matrix)
     needs_judge = any(_judged(a) for a in types)
     agents = {m.agent_name: plain_data(m.agent) for m in mapped if m.agent is not None}
     return ImportPlan(
@@ -343,6 +344,23 @@ def _unsupported_rows(matrix: Matrix) -> list[str]:
     return [
         f"unsupported: {reason} ({n} row{'s' if n != 1 else ''}; they will be ERRORs)"
         for reason, n in found.items()
+    ]
+
+
+def _stored_outputs(matrix: Matrix) -> list[str]:
+    """A warning for each test that stores its output for later rows (``storeOutputAs``).
+
+    promptfoo runs such an eval one row at a time and hands each stored output to every later
+    row, of every column, as a var; imported suites run each line on its own, so a line that
+    reads a stored output renders without it.
+    """
+    return [
+        f"{test.path}:{test.line}: options.storeOutputAs '{name}': imported suites run each "
+        "row on its own, so the later rows that read it do not get it (their verdicts may "
+        "differ from promptfoo's); `coalmine eval run --promptfoo` runs the config as "
+        "promptfoo does, one row at a time"
+        for test in matrix.tests
+        if isinstance(name := test.options.get("storeOutputAs"), str) and name
     ]
 
 

@@ -4,7 +4,9 @@
 maps each provider onto a coalmine agent (:mod:`coalmine.promptfoo.providers`; the agents are
 built exactly as coalmine.yaml builds them), and evaluates every row with
 :func:`~coalmine.promptfoo.row.evaluate_row`, ``concurrency`` at a time (the rows of a
-test with ``options.runSerially`` first, one at a time, as promptfoo runs them). One Node.js
+test with ``options.runSerially`` first, one at a time, as promptfoo runs them; every row one
+at a time, in promptfoo's order, when a test stores its output with ``options.storeOutputAs``:
+:class:`_Registers`). One Node.js
 worker serves the run's JavaScript; the project's judge (coalmine.yaml at ``root``) grades the
 judge graders. Nothing is stored and nothing can be resumed: that is what importing the config
 (``coalmine import promptfoo``) is for.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,7 @@ from coalmine.promptfoo.matrix.prepared import (
 )
 from coalmine.promptfoo.matrix.sources import reading_inside
 from coalmine.promptfoo.node import JsError, NodeRuntime, NodeUnavailable
+from coalmine.promptfoo.nunjucks import js_truthy
 from coalmine.promptfoo.providers import MappedProvider, map_providers
 from coalmine.promptfoo.report import eval_id
 from coalmine.promptfoo.row import PromptfooRow, RowAgent, RowResult, RowTools, evaluate_row
@@ -177,13 +180,16 @@ async def run_promptfoo(
         eval_id=eval_id(started),
     )
 
+    registers = _Registers()
+
     async def work(_: int, index: int) -> None:
         row = rows[index]
         case = prepared_test(row.test)
-        spec = row_spec(row, matrix, case)
+        spec = registers.apply(row_spec(row, matrix, case))
         which = position[id(row.provider)]
         with reading_inside(inside):  # the files a row reads (vars, assertions) stay in it
             result = await evaluate_row(spec, row_agents[which], tools)
+        registers.keep(spec, result)
         results[index] = RunRow(row, mapped[which], result, case)
         counts.add(result)
         if clock.monotonic() - counts.last >= PROGRESS_EVERY:
@@ -192,10 +198,11 @@ async def run_promptfoo(
 
     serial = [i for i, r in enumerate(rows) if r.test.options.get("runSerially")]
     rest = [i for i, r in enumerate(rows) if not r.test.options.get("runSerially")]
+    stores = any(r.test.options.get("storeOutputAs") for r in rows)
     try:
         await _load_filters(matrix, runtime)
         await run_bounded(serial, work, jobs=1)
-        await run_bounded(rest, work, jobs=concurrency)
+        await run_bounded(rest, work, jobs=1 if stores else concurrency)
     finally:
         with anyio.CancelScope(shield=True):
             if owned:
@@ -214,6 +221,29 @@ async def run_promptfoo(
         environ=environ,
         providers=mapped,
     )
+
+
+@dataclass
+class _Registers:
+    """promptfoo's registers: the outputs tests stored with ``options.storeOutputAs``.
+
+    One store for the whole eval, as promptfoo keeps it: a row's output (after its transforms)
+    is stored under the test's ``storeOutputAs`` name when it is JavaScript-truthy, and every
+    later row reads the stored values as vars, over its test's own vars of the same name (they
+    are set before the vars are rendered, so a var's template can use them). promptfoo runs
+    the whole eval one row at a time when any test stores (the last writer wins, in test,
+    provider, prompt order), and so does :func:`run_promptfoo`.
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def apply(self, spec: PromptfooRow) -> PromptfooRow:
+        return replace(spec, vars={**spec.vars, **self.values}) if self.values else spec
+
+    def keep(self, spec: PromptfooRow, result: RowResult) -> None:
+        name = spec.options.get("storeOutputAs")
+        if isinstance(name, str) and name and js_truthy(result.output):
+            self.values[name] = result.output
 
 
 @dataclass
