@@ -275,7 +275,7 @@ FILTERS = {
     "shout.js": "module.exports = (v, n) => String(v).toUpperCase() + '!'.repeat(n || 1);\n",
     "keys.js": "module.exports = (v, k) => (k && k.__keywords ? `${k.a}${v}${k.b}` : `(${v})`);\n",
     "pair.mjs": "export default (v) => ({ word: v, n: [v, v] });\n",
-    "none.js": "module.exports = () => undefined;\n",
+    "blank.js": "module.exports = () => undefined;\n",  # "none" is null to Nunjucks' lexer
     "boom.js": "module.exports = (v) => { throw new Error('cannot ' + v); };\n",
 }
 
@@ -286,11 +286,11 @@ def test_nunjucks_filters_run_their_javascript_on_every_template(tmp_path: Path)
     code = PromptCode(filters={name.split(".")[0]: name for name in FILTERS})
     template = (
         "{{ w | shout }} {{ w | shout(2) }} {{ w | keys }} {{ w | keys(a='<', b='>') }} "
-        "{{ (w | pair).word }}{{ (w | pair).n | length }} [{{ w | none }}] {{ gone | shout }} {{ v }}"
+        "{{ (w | pair).word }}{{ (w | pair).n | length }} [{{ w | blank }}] {{ gone | shout }} {{ v }}"
     )
     rendered = make(tmp_path, template, {"w": "hi", "v": "{{ w | shout(3) }}"}, code)
     assert rendered.text == "HI! HI!! (hi) <hi> hi2 [] UNDEFINED! HI!!!"
-    with pytest.raises(RowError, match=r"^Template render error: .*Error: cannot hi"):
+    with pytest.raises(RowError, match=r"^Template render error \(line 1\): .*Error: cannot hi"):
         make(tmp_path, "{{ w | boom }}", {"w": "hi"}, code)
 
 

@@ -5,22 +5,25 @@ Nunjucks 3.2.4, configured by ``getNunjucksEngine`` (``src/util/templates.ts``):
 ``throwOnUndefined`` off (an unknown variable prints nothing), an ``env`` global holding the
 process environment, and one custom filter, ``load`` (``JSON.parse``).
 
-Jinja2 parses the same syntax; what differs is what the values mean, because Nunjucks runs in
-JavaScript. So the parsed template is rewritten before it is compiled: ``+ - * / % ** //``,
-``~``, comparisons, ``not``, ``if`` tests and loops call the JavaScript semantics of
+A template is read as Nunjucks reads it, by a port of its tokenizer and parser
+(:mod:`coalmine.promptfoo.nunjucks._parser`): ``1e21`` is a variable name, ``===`` a strict
+comparison, ``r/[0-9]+/g`` a regular expression, ``x[1:2]``, ``{% with %}`` and
+``x is divisibleby 3`` errors, and each expression means what the JavaScript Nunjucks compiles
+it to means (``'x' + 1 - 1`` is ``NaN``). The tree is Jinja2's, rewritten before it is compiled:
+operators, comparisons, ``not``, ``if`` tests and loops call the JavaScript semantics of
 :mod:`coalmine.promptfoo.nunjucks._js`, list and dict literals become JavaScript arrays and
-objects (``{a: 1}`` has the key ``"a"``, as in Nunjucks), printed values are stringified as
-JavaScript does (``[object Object]``, ``a,b``, ``true``, ``1``), and the filters, tests and
-globals are exactly Nunjucks' (see :mod:`coalmine.promptfoo.nunjucks._filters`).
+objects, printed values are stringified as JavaScript does (``[object Object]``, ``a,b``,
+``true``, ``1``), variables live in Nunjucks' frames (``{% set %}`` in a loop changes the
+variable set before it; a macro does not see the loop it is in), the filters, tests and
+globals are exactly Nunjucks' (see :mod:`coalmine.promptfoo.nunjucks._filters`), and values
+have JavaScript's methods (``s.split(",")``, ``n.toFixed(2)``, ``items.push(x)``).
 
-Known differences, all rare in prompts: ``{% set %}`` inside a loop does not change a variable
-outside it (Nunjucks does); ``===``/``!==``, regex literals ``r/…/`` and ``{% include %}`` /
-``{% extends %}`` / ``{% import %}`` (Nunjucks reads those from the working directory) are not
-supported; ``1e3`` is a number here and an (undefined) variable name in Nunjucks; a ``}}``
-inside a dict literal ends the tag in Nunjucks; string literals take Python's escapes where
-Nunjucks knows only newline, tab and return; ``NaN`` is truthy in ``and``/``or``; string
-indices count code points where JavaScript counts UTF-16 units (only characters beyond U+FFFF
-differ); YAML dates are not JavaScript ``Date`` objects; extra filters are Python callables.
+Known differences, all rare in prompts: ``{% include %}`` / ``{% extends %}`` / ``{% import %}``
+/ ``{% from %}`` fail (Nunjucks reads those templates from the working directory); string
+positions count code points where JavaScript counts UTF-16 units (only characters beyond U+FFFF
+differ); methods that take a callback (``map``, ``filter`` …) are absent; ``localeCompare``
+approximates ICU's collation; a printed function is not its JavaScript source; YAML dates are
+not JavaScript ``Date`` objects; extra filters are Python callables.
 
 Where promptfoo renders (each mirrored here): a prompt by :func:`render_prompt` (``renderPrompt``
 in ``src/evaluatorHelpers.ts``), an assertion's ``value`` by :func:`render_assertion_value`
@@ -37,7 +40,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coalmine.promptfoo.nunjucks._env import SHADOWED_PREFIX, TemplateError, compile_template
+from coalmine.promptfoo.nunjucks._env import TemplateError, compile_template
+from coalmine.promptfoo.nunjucks._frames import STATE, Frames
 from coalmine.promptfoo.nunjucks._js import (
     UNDEFINED,
     js_key,
@@ -47,6 +51,7 @@ from coalmine.promptfoo.nunjucks._js import (
     to_js,
 )
 from coalmine.promptfoo.nunjucks._json import js_json_parse, js_json_stringify
+from coalmine.promptfoo.nunjucks._runtime import GLOBALS
 
 __all__ = [
     "UNDEFINED",
@@ -88,15 +93,26 @@ def render(
     """
     compiled = compile_template(template, filters=filters)
     context = to_js({"env": dict(os.environ if env is None else env), **variables})
-    for name in ("True", "False", "None"):
-        if name in context:
-            context[SHADOWED_PREFIX + name] = context[name]
     try:
-        return compiled.render(context)
+        return compiled.render({STATE: Frames(context, GLOBALS)})
     except Exception as exc:  # Nunjucks turns any error while rendering into a render error
+        line = _template_line(exc)
+        where = "" if line is None else f" (line {line})"
         raise TemplateError(
-            f"Template render error: {type(exc).__name__}: {exc}", template=template
+            f"Template render error{where}: {type(exc).__name__}: {exc}",
+            template=template,
+            line=line,
         ) from exc
+
+
+def _template_line(exc: BaseException) -> int | None:
+    """The template line an error was raised at (Jinja2 rewrites its traceback to say so)."""
+    line, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
 
 
 def render_metric_name(

@@ -1,38 +1,55 @@
 """The Jinja2 environment that renders promptfoo's Nunjucks templates (see ``nunjucks``).
 
-The parsed template is rewritten before it is compiled (:class:`_JavaScriptSemantics`): ``+ - *
-/ % ** //``, ``~``, comparisons, ``not``, ``if`` tests and loops call the JavaScript semantics of
-:mod:`coalmine.promptfoo.nunjucks._js`; list and dict literals become JavaScript arrays and
-objects (``{a: 1}`` has the key ``"a"``, as in Nunjucks). Printed values are stringified as
-JavaScript does, member lookups follow ``memberLookup``, and the filters, tests and globals are
-exactly Nunjucks' own plus promptfoo's ``load``.
+Templates are parsed by the port of Nunjucks' own parser
+(:mod:`coalmine.promptfoo.nunjucks._parser`) into a Jinja2 tree, which is rewritten before it
+is compiled (:class:`_JavaScriptSemantics`): ``+ - * / % **``, ``~``, comparisons, ``not``,
+``if`` tests and loops call the JavaScript semantics of :mod:`coalmine.promptfoo.nunjucks._js`,
+and list and dict literals become JavaScript arrays and objects; variables live in Nunjucks'
+frames (:mod:`coalmine.promptfoo.nunjucks._frames`).
+Printed values are stringified as JavaScript does, member lookups follow ``memberLookup``, and
+the filters, tests and globals are exactly Nunjucks' own plus promptfoo's ``load``, looked up
+when they run.
 """
 
 from __future__ import annotations
 
 import functools
-import re
+import math
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
-from jinja2 import Environment, Template, TemplateSyntaxError, Undefined, nodes
-from jinja2.ext import Extension
-from jinja2.lexer import Token, TokenStream
+from jinja2 import (
+    Environment,
+    Template,
+    TemplateSyntaxError,
+    Undefined,
+    nodes,
+    pass_environment,
+)
 from jinja2.visitor import NodeTransformer
 
 from coalmine.errors import ConfigError
 from coalmine.promptfoo.nunjucks._filters import FILTERS
-from coalmine.promptfoo.nunjucks._js import js_add, js_arith, js_string, js_truthy, to_js
+from coalmine.promptfoo.nunjucks._frames import FRAME_FILTERS
+from coalmine.promptfoo.nunjucks._js import (
+    js_add,
+    js_arith,
+    js_string,
+    js_to_number,
+    js_truthy,
+    normalize_number,
+    to_js,
+)
+from coalmine.promptfoo.nunjucks._parser import parse
+from coalmine.promptfoo.nunjucks._regexp import RegExpValue
 from coalmine.promptfoo.nunjucks._runtime import (
-    GLOBALS,
     TESTS,
     is_js_value,
     js_compare,
-    js_iter,
     js_member,
 )
 
-__all__ = ["SHADOWED_PREFIX", "TemplateError", "compile_template"]
+__all__ = ["TemplateError", "compile_template"]
 
 
 class TemplateError(ConfigError):
@@ -61,14 +78,20 @@ def _call(name: str, node: nodes.Node, *args: nodes.Node) -> nodes.Filter:
 
 
 class _JavaScriptSemantics(NodeTransformer):
-    """Rewrite operators, tests, loops and literals to their JavaScript meaning."""
+    """Rewrite operators, conditions and literals to their JavaScript meaning."""
 
     def _children(self, node: _N) -> _N:
         """Transform the children of ``node`` in place."""
         self.generic_visit(node)
         return node
 
-    # ``and`` / ``or`` stay: on our values Python's truthiness is JavaScript's (but for NaN).
+    def _logical(self, node: nodes.BinExpr) -> nodes.Node:
+        """``and`` / ``or``: Python's truthiness is JavaScript's once a ``NaN`` is made falsy."""
+        node = self._children(node)
+        node.left = _call("__js_logical", node.left)
+        return node
+
+    visit_And = visit_Or = _logical
 
     def visit_Add(self, node: nodes.Add) -> nodes.Node:
         node = self._children(node)
@@ -86,8 +109,8 @@ class _JavaScriptSemantics(NodeTransformer):
 
     def _sign(self, node: nodes.UnaryExpr) -> nodes.Node:
         node = self._children(node)
-        sign = "-" if isinstance(node, nodes.Neg) else "+"
-        return _call("__js_arith", nodes.Const(0), nodes.Const(sign), node.node)
+        sign = -1 if isinstance(node, nodes.Neg) else 1  # ``-x`` is ``-1 * x``: -0 for 0
+        return _call("__js_arith", nodes.Const(sign), nodes.Const("*"), node.node)
 
     visit_Neg = visit_Pos = _sign
 
@@ -114,15 +137,6 @@ class _JavaScriptSemantics(NodeTransformer):
             node.expr2 = nodes.Const("")
         return node
 
-    def visit_For(self, node: nodes.For) -> nodes.Node:
-        node = self._children(node)
-        names = len(node.target.items) if isinstance(node.target, nodes.Tuple) else 1
-        if node.test is not None:  # Nunjucks reads ``for x in xs if c`` as ``xs if c else ""``
-            node.iter = nodes.CondExpr(_call("__js_truthy", node.test), node.iter, nodes.Const(""))
-            node.test = None
-        node.iter = _call("__js_iter", node.iter, nodes.Const(names))
-        return node
-
     def visit_List(self, node: nodes.List) -> nodes.Node:
         return _call("__js_value", self._children(node))
 
@@ -138,25 +152,6 @@ class _JavaScriptSemantics(NodeTransformer):
         return _call("__js_value", node)
 
 
-SHADOWED_PREFIX = "__nunjucks_"
-"""``True``, ``False`` and ``None`` are plain names in Nunjucks; they get this prefix."""
-
-
-class _NunjucksLiterals(Extension):
-    """Nunjucks' literals: ``true``/``false``/``none``/``null``; ``True`` is a variable name."""
-
-    def filter_stream(self, stream: TokenStream) -> Any:
-        previous = None
-        for token in stream:
-            if token.type == "name" and (previous is None or previous.type != "dot"):
-                if token.value == "null":
-                    token = Token(token.lineno, "name", "none")
-                elif token.value in ("True", "False", "None"):
-                    token = Token(token.lineno, "name", SHADOWED_PREFIX + token.value)
-            previous = token
-            yield token
-
-
 def _output(value: object) -> str:
     """Nunjucks' ``suppressValue`` then JavaScript string concatenation."""
     return "" if value is None or isinstance(value, Undefined) else js_string(value)
@@ -164,6 +159,9 @@ def _output(value: object) -> str:
 
 class _NunjucksEnvironment(Environment):
     """Jinja2 configured like promptfoo's Nunjucks environment."""
+
+    nunjucks_filters: dict[str, Callable[..., Any]]
+    """The filters templates name (``upper``, ``load`` …); ``filters`` holds the helpers."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         return self._member(obj, attribute)
@@ -179,10 +177,55 @@ class _NunjucksEnvironment(Environment):
         return super().getitem(obj, key)
 
 
-_SYNTAX = [
-    (re.compile(r"(\{%-?\s*)elseif\b"), r"\1elif"),
-    (re.compile(r"(\{%-?\s*)(end)?verbatim\b"), r"\1\2raw"),
-]
+@pass_environment
+def _filter(environment: _NunjucksEnvironment, value: object, name: str, *args: object) -> Any:
+    """``env.getFilter(name)`` then the call: an unknown filter fails only when it runs."""
+    function = environment.nunjucks_filters.get(name)
+    if function is None:
+        raise LookupError(f"filter not found: {name}")
+    return function(value, *args)
+
+
+def _test(value: object, name: str, *args: object) -> Any:
+    """``env.getTest(name).call(context, value, …)`` (the parser adds the ``=== true``)."""
+    function = TESTS.get(name)
+    if function is None:
+        raise LookupError(f"test not found: {name}")
+    return function(value, *args)
+
+
+class _FalsyNaN(float):
+    """``NaN``, falsy as in JavaScript (Python's ``nan`` is truthy)."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def _logical(value: object) -> object:
+    return _FalsyNaN("nan") if isinstance(value, float) and math.isnan(value) else value
+
+
+def _floor(value: object) -> float:
+    """``Math.floor``."""
+    number = float(js_to_number(value))
+    return normalize_number(math.floor(number)) if math.isfinite(number) else number
+
+
+def _unsupported(message: str) -> NoReturn:
+    raise NotImplementedError(message)
+
+
+def _callable(value: object, name: str) -> Any:
+    """``runtime.callWrap``'s checks, with its messages."""
+    if not js_truthy(value):
+        raise TypeError(f"Unable to call `{name}`, which is undefined or falsey")
+    if not callable(value) or isinstance(value, Mapping | list):
+        raise TypeError(f"Unable to call `{name}`, which is not a function")
+    return value
+
+
+def _reference_error(message: str) -> NoReturn:
+    raise ReferenceError(message)
 
 
 def _build_environment(extra_filters: Mapping[str, Callable[..., Any]]) -> _NunjucksEnvironment:
@@ -192,22 +235,29 @@ def _build_environment(extra_filters: Mapping[str, Callable[..., Any]]) -> _Nunj
         optimized=False,  # folding constants would turn our JavaScript arrays into Python lists
         finalize=_output,
         undefined=Undefined,
-        extensions=[_NunjucksLiterals],
     )
+    environment.nunjucks_filters = {**FILTERS, **extra_filters}
     environment.filters = {
-        **FILTERS,
+        "__js_filter": _filter,
+        "__js_test": _test,
+        "__js_regexp": RegExpValue,
+        "__js_comma": lambda *values: values[-1],
+        "__js_floor": _floor,
+        "__js_logical": _logical,
+        "__js_unsupported": _unsupported,
+        "__js_reference_error": _reference_error,
+        "__js_callable": _callable,
         "__js_add": js_add,
         "__js_arith": lambda a, op, b: js_arith(op, a, b),
         "__js_not": lambda v: not js_truthy(v),
         "__js_truthy": js_truthy,
         "__js_concat": lambda *parts: "".join(js_string(p) for p in parts),
         "__js_compare": js_compare,
-        "__js_iter": js_iter,
         "__js_value": to_js,
-        **extra_filters,
+        **FRAME_FILTERS,
     }
-    environment.tests = dict(TESTS)
-    environment.globals = dict(GLOBALS)
+    environment.tests = {}
+    environment.globals = {}  # names are looked up in Nunjucks' frames and globals
     return environment
 
 
@@ -216,23 +266,14 @@ def _default_environment() -> _NunjucksEnvironment:
     return _build_environment({})
 
 
-def _describe(exc: TemplateSyntaxError) -> str:
-    match = re.fullmatch(r"No (filter|test) named '(.+)'\.?", exc.message or "")
-    if match:
-        return f"{match.group(1)} not found: {match.group(2)}"
-    return exc.message or type(exc).__name__
-
-
 def _compile(environment: _NunjucksEnvironment, source: str) -> Template:
-    text = source
-    for pattern, replacement in _SYNTAX:
-        text = pattern.sub(replacement, text)
     try:
-        tree = _JavaScriptSemantics().visit(environment.parse(text))
+        tree = _JavaScriptSemantics().visit(parse(source))
+        tree.set_environment(environment)
         return environment.from_string(tree)
     except TemplateSyntaxError as exc:
         raise TemplateError(
-            f"Template render error (line {exc.lineno}): {_describe(exc)}",
+            f"Template render error (line {exc.lineno}): {exc.message}",
             template=source,
             line=exc.lineno,
         ) from exc
@@ -249,6 +290,6 @@ def compile_template(
     """Compile Nunjucks ``source`` (cached when there are no extra filters).
 
     Raises:
-        TemplateError: It does not parse, or names an unknown filter or test.
+        TemplateError: It does not parse (an unknown filter or test fails when it runs).
     """
     return _compile(_build_environment(filters), source) if filters else _compiled(source)

@@ -6,17 +6,22 @@ JavaScript (``nunjucks/src/filters.js``), oddities included: ``default`` replace
 ``undefined`` unless its second argument is true, ``indent(0)`` indents by 4, ``wordcount`` of
 ``""`` is ``null``, ``int`` is ``parseInt`` (``"3.7"`` gives 3). Filters that Jinja2 has and
 Nunjucks lacks (``tojson``, ``map``, ``unique`` …) are deliberately absent, so a
-template using them fails as it does under promptfoo.
+template using them fails as it does under promptfoo. Each is called as JavaScript calls a
+function: extra arguments are ignored (``trim("x")``), missing ones are ``undefined``
+(``batch`` with none puts everything in one row), and ``name=value`` arguments arrive as one
+trailing object, which ``sort`` and ``int`` (Nunjucks' ``makeMacro``) read by name.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from coalmine.promptfoo.nunjucks._args import javascript_arity
 from coalmine.promptfoo.nunjucks._js import (
     JS_SPACE,
     UNDEFINED,
@@ -26,6 +31,7 @@ from coalmine.promptfoo.nunjucks._js import (
     is_nullish,
     is_undefined,
     js_add,
+    js_arith,
     js_relation,
     js_strict_equal,
     js_string,
@@ -40,7 +46,8 @@ from coalmine.promptfoo.nunjucks._js import (
     strict_member,
 )
 from coalmine.promptfoo.nunjucks._json import js_json_parse, js_json_stringify
-from coalmine.promptfoo.nunjucks._lists import LIST_FILTERS, first, items_of
+from coalmine.promptfoo.nunjucks._lists import LIST_FILTERS, first
+from coalmine.promptfoo.nunjucks._regexp import RegExpValue, replace_with
 
 __all__ = ["FILTERS"]
 
@@ -63,15 +70,17 @@ def capitalize(value: object) -> str:
     return copy_safeness(value, lowered[:1].upper() + lowered[1:])
 
 
-def center(value: object, width: object = UNDEFINED) -> str:
-    """Pad both sides with spaces to ``width`` (80 when not given)."""
-    value = as_text(normalize(value, ""), "length")
+def center(value: object, width: object = UNDEFINED) -> Any:
+    """Pad both sides with spaces to ``width`` (80 when not given); any value, by its length."""
+    value = normalize(value, "")
     width = width if js_truthy(width) else 80
-    if js_relation(">=", js_utf16_length(value), width):
+    size = strict_member(value, "length")
+    if js_relation(">=", size, width):
         return value
-    spaces = float(js_to_number(width)) - js_utf16_length(value)
-    pre = " " * repeat_count(spaces / 2 - math.fmod(spaces, 2))
-    return copy_safeness(value, pre + value + " " * repeat_count(spaces / 2))
+    spaces = js_arith("-", width, size)
+    pre = " " * repeat_count(js_arith("-", js_arith("/", spaces, 2), js_arith("%", spaces, 2)))
+    post = " " * repeat_count(js_arith("/", spaces, 2))
+    return copy_safeness(value, js_string(js_add(js_add(pre, value), post)))
 
 
 def default(value: object, default_value: object = UNDEFINED, boolean: object = False) -> Any:
@@ -145,6 +154,8 @@ def nl2br(value: object) -> Any:
 
 def replace(value: object, old: object, new: object, max_count: object = UNDEFINED) -> Any:
     """Replace ``old`` by ``new`` (at most ``max_count`` times); ``""`` goes between characters."""
+    if isinstance(old, RegExpValue):
+        return replace_with(as_text(value, "replace"), old, new, every=False)
     count_limit = -1 if is_undefined(max_count) else max_count
     if js_type(old) == "number":
         old = js_string(old)
@@ -247,7 +258,9 @@ def urlencode(value: object) -> str:
     """``encodeURIComponent`` of a string, or ``k=v&…`` of an object or a list of pairs."""
     if isinstance(value, str):
         return _uri_component(value)
-    pairs = value.items() if isinstance(value, Mapping) else items_of(value)
+    pairs = (
+        value.items() if isinstance(value, Mapping) else value if isinstance(value, list) else []
+    )
     out = []
     for pair in pairs:
         key, val = (
@@ -331,7 +344,28 @@ def load(value: object) -> Any:
     return js_json_parse(value)
 
 
-FILTERS: dict[str, Callable[..., Any]] = {
+def _is_keywords(value: object) -> bool:
+    """Nunjucks' ``isKeywordArgs``: the object a call's ``name=value`` arguments become."""
+    return isinstance(value, Mapping) and "__keywords" in value
+
+
+def _keyword_macro(names: tuple[str, ...], function: Callable[..., Any]) -> Callable[..., Any]:
+    """``makeMacro(names, [], function)``: ``name=value`` arguments fill the named places."""
+
+    @functools.wraps(function)
+    def call(*args: object) -> Any:
+        last = args[-1] if args else None
+        keywords = last if isinstance(last, Mapping) and _is_keywords(last) else None
+        given = list(args[:-1] if keywords is not None else args)
+        if len(given) >= len(names):
+            return function(*given[: len(names)])
+        missing = names[len(given) :]
+        return function(*given, *((keywords or {}).get(n, UNDEFINED) for n in missing))
+
+    return call
+
+
+_BUILTINS: dict[str, Callable[..., Any]] = {
     **LIST_FILTERS,
     "abs": abs_,
     "capitalize": capitalize,
@@ -360,5 +394,14 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "urlencode": urlencode,
     "urlize": urlize,
     "wordcount": wordcount,
+}
+_MACROS = {
+    "int": ("value", "default", "base"),
+    "sort": ("value", "reverse", "case_sensitive", "attribute"),
+}
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    name: _keyword_macro(_MACROS[name], function) if name in _MACROS else javascript_arity(function)
+    for name, function in _BUILTINS.items()
 }
 """The filters of promptfoo's Nunjucks environment: Nunjucks' own and promptfoo's ``load``."""

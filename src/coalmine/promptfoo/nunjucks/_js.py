@@ -232,7 +232,12 @@ def js_string(value: object) -> str:
         return js_join(value, ",")
     if isinstance(value, Mapping):
         return "[object Object]"
-    return str(value)
+    if type(value).__str__ is not object.__str__:  # a value that prints itself (a RegExp)
+        return str(value)
+    if callable(value):  # a function prints its source in JavaScript; ours have none to show
+        name = getattr(value, "__name__", "")
+        return f"function {name if name.isidentifier() else ''}() {{ [native code] }}"
+    return "[object Object]"
 
 
 def js_utf16_length(text: str) -> int:
@@ -295,9 +300,12 @@ def js_to_number(value: object) -> float:
 
 
 def normalize_number(value: float) -> float:
-    """Give an integral float back as an int, so it indexes lists and prints plainly."""
+    """Give an integral float back as an int, so it indexes lists and prints plainly.
+
+    ``-0`` stays a float: it prints ``0``, but ``1 / -0`` is ``-Infinity``.
+    """
     if isinstance(value, float) and value.is_integer() and abs(value) <= _MAX_SAFE:
-        return 0 if value == 0 else int(value)
+        return int(value) if value or math.copysign(1.0, value) > 0 else value
     return value
 
 

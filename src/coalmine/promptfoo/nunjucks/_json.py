@@ -14,7 +14,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from coalmine.promptfoo.nunjucks._js import js_key, js_number, js_string, js_type, to_js
+from coalmine.promptfoo.nunjucks._js import (
+    SafeStr,
+    js_key,
+    js_number,
+    js_string,
+    js_type,
+    js_utf16_length,
+    to_js,
+)
 
 __all__ = ["js_json_parse", "js_json_stringify"]
 
@@ -70,7 +78,9 @@ def js_json_stringify(value: object, space: object = None) -> str | None:
             number = float(item) if isinstance(item, int) and abs(item) > _MAX_SAFE else item
             assert isinstance(number, int | float)
             return js_number(number) if math.isfinite(number) else "null"
-        if isinstance(item, str):
+        if isinstance(item, SafeStr):  # a SafeString object: its own properties
+            item = {"val": str.__str__(item), "length": js_utf16_length(item)}
+        elif isinstance(item, str):
             return _quote(item)
         inner = indent + gap
         if isinstance(item, list | tuple):

@@ -14,9 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jinja2 import pass_context
-from jinja2.runtime import Context
-
+from coalmine.promptfoo.nunjucks._args import slice_bounds
 from coalmine.promptfoo.nunjucks._js import (
     UNDEFINED,
     JsArray,
@@ -52,6 +50,11 @@ def items_of(obj: object) -> list[Any]:
         return list(obj)
     _length(obj)
     return []
+
+
+def lib_map(obj: object) -> list[Any]:
+    """The items ``lib.map`` walks: none of ``null``, else by index up to ``length``."""
+    return [] if is_nullish(obj) else items_of(obj)
 
 
 def _attr_getter(attribute: object) -> Callable[[object], Any]:
@@ -138,7 +141,7 @@ def groupby(value: object, attribute: object) -> JsObject:
 def join(value: object, delimiter: object = "", attribute: object = UNDEFINED) -> str:
     """``arr.join(delimiter)``, of each item's ``attribute`` when given."""
     if js_truthy(attribute):
-        value = JsArray(strict_member(v, attribute) for v in ([] if is_nullish(value) else value))  # type: ignore[attr-defined]
+        value = JsArray(strict_member(v, attribute) for v in lib_map(value))
     if not isinstance(value, list):
         raise TypeError(f"{js_string(value)}.join is not a function")
     sep = js_string(delimiter) if js_truthy(delimiter) else ""
@@ -164,9 +167,8 @@ def list_(value: object) -> JsArray:
     raise ValueError("list filter: type not iterable")
 
 
-@pass_context
-def random(context: Context, value: object) -> Any:
-    """A random item (never folded at compile time, hence the context)."""
+def random(value: object) -> Any:
+    """A random item."""
     items = items_of(value)
     return items[math.floor(_random.random() * len(items))] if items else UNDEFINED
 
@@ -180,26 +182,38 @@ def reverse(value: object) -> Any:
 
 def slice_(value: object, slices: object, fill_with: object = UNDEFINED) -> JsArray:
     """Split into ``slices`` columns, the first ones one longer when it does not divide."""
-    items = items_of(value)
-    count = repeat_count(slices)
-    size, extra = (len(items) // count, len(items) % count) if count else (0, 0)
-    res, offset = JsArray(), 0
-    for i in range(count):
-        start = offset + i * size
-        if i < extra:
+    size = strict_member(value, "length")
+    length = js_arith("/", size, slices)
+    length = math.floor(length) if math.isfinite(length) else length
+    extra = js_arith("%", size, slices)
+    res, offset, i = JsArray(), 0, 0
+    while js_relation("<", i, slices):
+        start = js_arith("+", offset, js_arith("*", i, length))
+        if js_relation("<", i, extra):
             offset += 1
-        part = JsArray(items[start : offset + (i + 1) * size])
-        if js_truthy(fill_with) and i >= extra:
+        end = js_arith("+", offset, js_arith("*", i + 1, length))
+        if not isinstance(value, str | list):
+            raise TypeError("arr.slice is not a function")
+        part = value[slice(*slice_bounds(len(value), start, end))]
+        if js_truthy(fill_with) and js_relation(">=", i, extra):
+            if isinstance(part, str):
+                raise TypeError("currSlice.push is not a function")
             part.append(fill_with)
-        res.append(part)
+        res.append(part if isinstance(part, str) else JsArray(part))
+        i += 1
     return res
 
 
 def sum_(value: object, attribute: object = UNDEFINED, start: object = 0) -> Any:
     """``start + arr.reduce((a, b) => a + b, 0)``, with JavaScript's ``+``."""
-    items = items_of(value)
     if js_truthy(attribute):
-        items = [strict_member(v, attribute) for v in items]
+        items = [strict_member(v, attribute) for v in lib_map(value)]
+    elif isinstance(value, list):
+        items = list(value)
+    elif is_nullish(value):
+        raise TypeError(f"Cannot read properties of {js_string(value)} (reading 'reduce')")
+    else:
+        raise TypeError("arr.reduce is not a function")
     total: Any = 0
     for item in items:
         total = js_add(total, item)
