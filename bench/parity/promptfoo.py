@@ -12,7 +12,9 @@ copied into a fresh project (a git repository, as a team's is) and:
 - **imported**: ``coalmine import promptfoo CONFIG --out PROJECT``, then
   ``coalmine eval run --root PROJECT --format promptfoo -o out.json``;
 - **exported**: each imported suite goes back through ``coalmine export promptfoo``, promptfoo
-  runs the exported config, and its rows must be the original's rows for that column.
+  runs the exported config, and its rows must be the original's rows for that column. An
+  export coalmine refuses (exit 2 with its reason: promptfoo could not run that column alone,
+  e.g. a ``max-score`` with one output) is listed as refused, and its rows are not counted.
 
 A row agrees when ``success``, ``failureReason``, ``score``, the named scores and the pass of
 each component result are promptfoo's. Everything runs through the CLIs, as a user runs them.
@@ -52,7 +54,10 @@ class Outcome:
     name: str
     rows: int = 0
     rows_exported: int | None = None
-    """With ``--exported-suites N``: the rows of the suites exported (else every row)."""
+    """With ``--exported-suites N`` or a refused export: the rows of the suites exported and
+    not refused (else every row)."""
+    refused: list[str] = field(default_factory=list)
+    """The exports coalmine refused, each ``suite: reason``."""
     agree: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WAYS, 0))
     notes: list[str] = field(default_factory=list)
 
@@ -191,35 +196,45 @@ def compare(folder: Path, executable: str, work: Path, *, suites: int | None = N
     count("imported", *coalmine_rows(done, out), theirs, outcome)
 
     imported = sorted((project / "harness" / "evals").glob("*.yaml"))
-    for suite in imported[:suites]:
-        exported_rows(suite, project, executable, work, theirs, outcome)
-    if suites is not None:  # the rows of the suites not exported are not counted
+    exported = [s for s in imported[:suites] if exported_rows(s, project, executable, work,
+                                                              theirs, outcome)]  # fmt: skip
+    if suites is not None or outcome.refused:  # the rows of the others are not counted
         outcome.rows_exported = sum(
-            len(s.with_suffix(".jsonl").read_text().splitlines()) for s in imported[:suites]
+            len(s.with_suffix(".jsonl").read_text().splitlines()) for s in exported
         )
     return outcome
 
 
 def exported_rows(
     suite: Path, project: Path, executable: str, work: Path, theirs: Rows, outcome: Outcome
-) -> None:
-    """Export one imported suite, run it in promptfoo, count its rows against the original's."""
+) -> bool:
+    """Export one imported suite, run it in promptfoo, count its rows against the original's.
+
+    False when coalmine refused the export (exit 2, with its reason: the rows are not counted).
+    """
     column = yaml.safe_load(suite.read_text(encoding="utf-8"))["promptfoo"]["prompt_idx"]
     lines = [json.loads(x) for x in suite.with_suffix(".jsonl").read_text().splitlines()]
     folder = work / "exported" / suite.stem
     done = coalmine("export", "promptfoo", suite.stem, "--root", str(project),
                     "--out", str(folder / CONFIG), cwd=project, promptfoo=executable)  # fmt: skip
+    reason = done.stderr.strip()
+    if done.returncode == 2 and reason and not (folder / CONFIG).exists():
+        outcome.refused.append(f"{suite.stem}: {reason.splitlines()[0]}")
+        return False
     if done.returncode not in (0, 1) or not (folder / CONFIG).exists():
-        outcome.notes.append(f"export {suite.stem} exited {done.returncode}: {done.stdout}")
-        return
+        outcome.notes.append(
+            f"export {suite.stem} exited {done.returncode}: {done.stdout}{done.stderr}"
+        )
+        return True
     rows, error = run_promptfoo(executable, folder / CONFIG, folder / "out.json")
     wanted = {(line["testIdx"], column): theirs[(line["testIdx"], column)] for line in lines}
     if rows is None:
         count("exported", None, error, wanted, outcome)
-        return
+        return True
     # the exported config has one column; its tests are the suite's lines, in order
     ours = {(lines[t]["testIdx"], column): row for (t, _), row in rows.items() if t < len(lines)}
     count("exported", ours, "", wanted, outcome)
+    return True
 
 
 def main() -> int:
@@ -266,6 +281,8 @@ def report(outcomes: list[Outcome], *, verbose: bool) -> None:
         if verbose:
             for note in o.notes:
                 print(f"    {note}")
+            for refused in o.refused:
+                print(f"    export refused: {refused}")
         elif o.notes and not o.rows:
             print(f"    {o.notes[0]}")
     rows = sum(o.rows for o in outcomes)

@@ -450,3 +450,67 @@ def test_code_prompts_and_filters_go_back_with_their_paths_for_the_new_folder(
             "config": {"k": 1, "basePath": "../../project/promptfoo"},
         },
     ]
+
+
+def path_like_prompts(tmp_path: Path) -> dict[str, Path]:
+    """A config whose prompts promptfoo reads from files, imported; each suite exported."""
+    project = tmp_path / "project"
+    source = project / "promptfoo"
+    source.mkdir(parents=True)
+    (source / "prompts.txt").write_text(
+        "Summarize {{ topic }} a/b\n---\nRate it 1*5\n---\nRead notes.txt\n---\nPlain {{ topic }}\n"
+    )
+    (source / "padded.j2").write_text(" padded\\path ")  # read whole: the spaces stay
+    config = source / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts:\n"
+        "  - file://prompts.txt\n"
+        "  - {raw: file://padded.j2, label: padded, config: {temperature: 0}}\n"
+        "providers: [echo]\n"
+        "tests: [{vars: {topic: tea}}]\n"
+    )
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code == 0, output
+    exported = {}
+    for suite in sorted((project / "harness" / "evals").glob("*.yaml")):
+        out = tmp_path / "exported" / suite.stem / "promptfooconfig.yaml"
+        code, output = export(project, suite.stem, out)
+        assert code == 0, output
+        exported[suite.stem] = out
+    return exported
+
+
+def test_a_prompt_text_promptfoo_reads_as_a_path_goes_to_a_file_beside_the_config(
+    tmp_path: Path,
+) -> None:
+    prompts, files, rendered = [], {}, []
+    for suite, out in path_like_prompts(tmp_path).items():
+        [prompt] = yaml.safe_load(out.read_text(encoding="utf-8"))["prompts"]
+        prompts.append(prompt)
+        sidecar = out.parent / f"{suite}.prompt.j2"
+        if sidecar.exists():
+            files[prompt["label"]] = sidecar.read_bytes().decode("utf-8")
+            assert prompt["raw"] == f"file://{suite}.prompt.j2"
+        [row] = run(out, tmp_path).rows
+        rendered.append(row.result.rendered_prompt)
+    # each text promptfoo would take for a path (a / \ or *, a "." 3 or 4 from the end) is in
+    # its file exactly, under its label and with its config; the plain one stays inline
+    assert files == {
+        "prompts.txt: Summarize {{ topic }} a/b": "Summarize {{ topic }} a/b",
+        "prompts.txt: Rate it 1*5": "Rate it 1*5",
+        "prompts.txt: Read notes.txt": "Read notes.txt",
+        "padded": " padded\\path ",
+    }
+    assert {"raw": "Plain {{ topic }}", "label": "prompts.txt: Plain {{ topic }}"} in prompts
+    [padded] = [p for p in prompts if p["label"] == "padded"]
+    assert padded["config"] == {"temperature": 0}
+    assert sorted(rendered) == sorted(
+        [" padded\\path ", "Plain tea", "Rate it 1*5", "Read notes.txt", "Summarize tea a/b"]
+    )
+
+
+def test_live_promptfoo_reads_an_exported_prompt_file_whole(promptfoo: str, tmp_path: Path) -> None:
+    [out] = [o for s, o in path_like_prompts(tmp_path).items() if s.endswith("padded")]
+    [row] = run_real_promptfoo(promptfoo, out, tmp_path)["results"]["results"]
+    assert row["prompt"]["raw"] == row["response"]["output"] == " padded\\path "
+    assert (row["prompt"]["label"], row["prompt"]["config"]) == ("padded", {"temperature": 0})

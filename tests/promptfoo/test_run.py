@@ -170,7 +170,7 @@ def test_json_rows_carry_each_assertion(tmp_path: Path) -> None:
         ("contains", False),
         ("not-contains", False),
     ]
-    assert set_row["error"] == "not-contains: found 'Cy'"
+    assert set_row["error"] == 'Expected output to not contain "Cy"'  # promptfoo's reason
 
 
 # --- one row ----------------------------------------------------------------------------------
@@ -296,12 +296,8 @@ def test_a_throwing_transform_is_an_error() -> None:
 @pytest.mark.parametrize(
     ("base", "value", "coerced"),
     [
-        ("contains", 42, "42"),
-        ("contains", 1.5, "1.5"),
-        ("contains", True, True),  # promptfoo rejects it: the grader's config does too
-        ("equals", 7.0, "7"),
-        ("equals", None, "undefined"),
-        ("contains-any", [1, "a", 2.5], ["1", "a", "2.5"]),
+        ("contains", 42, 42),  # equals and the contains family: promptfoo's handlers
+        ("equals", None, None),
         ("word-count", "3", 3),
         ("word-count", "2.5", 2.5),
         ("regex", 5, 5),
@@ -482,10 +478,16 @@ def test_a_stored_output_reaches_every_later_row_in_promptfoos_order(tmp_path: P
     # an empty output is not stored: {{other}} stays unknown, and is kept as written
     assert outputs[(3, 0)] == "A four {{other}} " + last
     assert [r.result.outcome.success for r in done.rows if r.row.test_idx == 3] == [
-        True, True, False, False
+        True,
+        True,
+        False,
+        False,
     ]
     assert [r.result.outcome.success for r in done.rows if r.row.test_idx == 1] == [
-        False, True, False, True
+        False,
+        True,
+        False,
+        True,
     ]
 
 
@@ -496,6 +498,6 @@ def test_stored_outputs_agree_with_live_promptfoo(promptfoo: str, tmp_path: Path
     ours = run(STORED, tmp_path)
     assert_same_rows(ours, rows)
     for row in ours.rows:
-        assert row.result.output == rows[(row.row.test_idx, row.row.prompt_idx)]["response"][
-            "output"
-        ]
+        assert (
+            row.result.output == rows[(row.row.test_idx, row.row.prompt_idx)]["response"]["output"]
+        )

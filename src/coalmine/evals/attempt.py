@@ -87,8 +87,12 @@ class RunEnv:
         return found
 
 
-async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -> Attempt:
-    """Run one repeat of one case: the agent (or the compat runner), then its graders."""
+async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -> Attempt | None:
+    """Run one repeat of one case: the agent (or the compat runner), then its graders.
+
+    ``None``: a compat runner holds the attempt back until every line ran
+    (:func:`finish_compat_attempts` gives it).
+    """
     planned = suite.planned
     if case.compat is not None:
         return await _run_compat_attempt(suite, case, rep, env)
@@ -219,7 +223,9 @@ async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -
     )  # fmt: skip
 
 
-async def _run_compat_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -> Attempt:
+async def _run_compat_attempt(
+    suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv
+) -> Attempt | None:
     """A compat suite's line, by its kind's rules (:mod:`coalmine.evals.compat`)."""
     planned = suite.planned
     assert case.compat is not None
@@ -238,8 +244,20 @@ async def _run_compat_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: R
         judge=judge,
         judge_blocks=env.gate.blocks if env.gate is not None else None,
     )
+    if attempt is None:
+        return None
     record, encoded = _scrub(attempt.record, env.secrets)
     return attempt._replace(record=record, record_json=encoded)
+
+
+async def finish_compat_attempts(env: RunEnv) -> list[Attempt]:
+    """The attempts the compat runners held back until every line ran, scrubbed."""
+    found = []
+    for runner in env.compat.values():
+        for attempt in await runner.finish():
+            record, encoded = _scrub(attempt.record, env.secrets)
+            found.append(attempt._replace(record=record, record_json=encoded))
+    return found
 
 
 def suite_config(suite: SuiteRun, spec: GraderSpec, grader: GraderType) -> Any:

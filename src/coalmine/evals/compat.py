@@ -2,7 +2,8 @@
 
 The engine knows no such tool. A compat kind registers here, as a plugin would, what the engine
 asks of its lines: whether a line can be read, which graders its assertions are (for the judge
-policy and ``judge label``), and a runner that turns a line into a stored attempt. The built-in
+policy and ``judge label``), and a runner that turns a line into a stored attempt (or holds it
+back until every line of the run ran, when its verdict depends on other lines). The built-in
 kind is promptfoo's (:mod:`coalmine.promptfoo.suite`), found on the first lookup like the
 built-in graders; nothing is imported before a suite needs it.
 """
@@ -46,8 +47,18 @@ class CompatRunner(Protocol):
         caller: Caller | None,
         judge: JudgeFn | None,
         judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None,
-    ) -> Attempt:
-        """Evaluate repeat ``rep`` of ``case``; the record is scrubbed by the engine."""
+    ) -> Attempt | None:
+        """Evaluate repeat ``rep`` of ``case``; the record is scrubbed by the engine.
+
+        ``None``: the line's verdict depends on other lines of the run; :meth:`finish` gives it.
+        """
+        ...
+
+    async def finish(self) -> list[Attempt]:
+        """The attempts :meth:`run` held back, final now that every line of the run ran.
+
+        Not called when the run is interrupted: the lines held back run again on resume.
+        """
         ...
 
     async def aclose(self) -> None:

@@ -5,7 +5,9 @@ one queue drawn by that many workers. A case is read from its suite file when a 
 it, and its result goes to the store in batches the moment it is graded, so memory does not
 grow with the suite (a batch is committed on a timer too, so a process killed outright loses
 at most its last half second). When a run is interrupted the pending batch is committed and the
-run can be resumed: only the case runs it has no row for are run again. Each suite's summary is
+run can be resumed: only the case runs it has no row for are run again. A compat runner may hold
+a line back until every line ran (promptfoo's ``max-score`` compares a test's columns, which are
+lines of several suites); it is stored then, and run again on resume. Each suite's summary is
 computed from the stored rows and written as ``coalmine.eval.result.v1`` JSON.
 
 One case run is :mod:`coalmine.evals.attempt`.
@@ -39,7 +41,7 @@ from coalmine.engine.wiring import (
     start_run_record,
 )
 from coalmine.errors import UsageError
-from coalmine.evals.attempt import RunEnv, SuiteRun, run_attempt
+from coalmine.evals.attempt import RunEnv, SuiteRun, finish_compat_attempts, run_attempt
 from coalmine.evals.compat import CompatRunner, get_compat_kind
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
 from coalmine.evals.plan import EvalPlan, plan_agents, require_eval_judge
@@ -52,6 +54,7 @@ from coalmine.results import (
 from coalmine.specs.suite import SuiteCase
 from coalmine.store.cache import ResponseCache
 from coalmine.store.evals import (
+    Attempt,
     AttemptWriter,
     done_attempts,
     end_run,
@@ -202,6 +205,10 @@ async def run_evals(
         async def work(_: int, item: tuple[SuiteRun, SuiteCase, int]) -> None:
             suite, case, rep = item
             attempt = await run_attempt(suite, case, rep, env)
+            if attempt is not None:  # None: its compat runner holds it until every line ran
+                await add(attempt)
+
+        async def add(attempt: Attempt) -> None:
             writer.add(attempt)
             counts.done += 1
             counts.suite = attempt.suite
@@ -243,6 +250,9 @@ async def run_evals(
             with recording_run_agents(store, run_id):
                 async with periodically(writer.flush, every=writer.interval):
                     cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
+                    if not cancelled and exhausted:
+                        for attempt in await finish_compat_attempts(env):
+                            await add(attempt)
             interrupted = cancelled or not exhausted
         finally:
             with anyio.CancelScope(shield=True):

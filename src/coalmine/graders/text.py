@@ -7,8 +7,9 @@ behaviour is a trap we keep it and say so, and where we differ the grader's docs
 
 Differences for every grader: a value promptfoo would reject when grading (an empty value, a bad
 regex, a bad comma-separated list) is a config error here, raised when the spec is loaded; values
-are strings, never numbers (write ``"42"``); a blank item of a list is an error, since it would
-match any text.
+are strings, never numbers (write ``"42"``); a blank item of a list, or an empty list, is an
+error, since it would match any text or none. (A ``compat: promptfoo`` suite grades ``equals``
+and the ``contains`` family by promptfoo's own rules: :mod:`coalmine.promptfoo.handlers`.)
 
 In an eval suite, ``equals``, the ``contains`` family, ``starts-with`` and ``levenshtein`` left
 without a ``value`` compare with the case's ``expected`` (as promptfoo's ``{{expected}}``

@@ -7,7 +7,8 @@ where the grader has one) becomes the grader's config. Model-graded ones map to 
 judge graders (``llm-rubric``, ``context-recall``, ``context-faithfulness``), advisory until
 the judge is calibrated. ``javascript`` and ``python`` assertions are the config author's code:
 the runner runs them (Node.js, Python), so they map to a runtime, not a grader. ``assert-set``
-groups assertions and is scored by :mod:`coalmine.promptfoo.scoring`. The types whose native
+groups assertions and is scored by :mod:`coalmine.promptfoo.scoring`; ``max-score`` compares
+a test's rows once all are graded (:mod:`coalmine.promptfoo.comparison`). The types whose native
 grader means something else than promptfoo's handler (a stricter threshold, arrays found by
 ``contains-json`` …), or that read the provider's response (``finish-reason``, the tools call),
 or whose verdict comes from a JavaScript parser (``is-xml``, ``is-sql`` …) map to the
@@ -27,7 +28,9 @@ from coalmine.specs.models import GraderSpec
 
 __all__ = ["DIRECT", "HANDLED", "JUDGED", "UNSUPPORTED", "MappedAssertion", "map_assertion"]
 
-Runtime = Literal["grader", "promptfoo", "javascript", "python", "assert-set", "unsupported"]
+Runtime = Literal[
+    "grader", "promptfoo", "javascript", "python", "assert-set", "compared", "unsupported"
+]
 
 DIRECT: frozenset[str] = frozenset(
     {
@@ -68,7 +71,8 @@ HANDLED: frozenset[str] = frozenset(
      "is-valid-function-call", "skill-used", "guardrails", "perplexity", "perplexity-score",
      "trace-error-spans", "trace-span-count", "trace-span-duration", "trajectory:tool-args-match",
      "trajectory:step-count", "trajectory:tool-sequence", "trajectory:tool-used", "ruby",
-     "meteor"}
+     "meteor", "equals", "contains", "icontains", "contains-any", "contains-all",
+     "icontains-any", "icontains-all", "regex"}
 )  # fmt: skip
 """Types graded by promptfoo's own rules (:mod:`coalmine.promptfoo.handlers`), each with its
 ``not-`` form: promptfoo's verdict differs from the native grader's, or needs the provider's
@@ -88,8 +92,7 @@ UNSUPPORTED: dict[str, str] = {
     "moderation": "calls a moderation API coalmine does not call",
     "webhook": "calls a web service from a grader; coalmine graders reach no network",
     "classifier": "needs a classifier model coalmine does not run",
-    "select-best": "compares rows with each other; coalmine grades each row alone",
-    "max-score": "compares rows with each other; coalmine grades each row alone",
+    "select-best": "a model-graded comparison of rows coalmine has no grader for",
     "human": "a human rating, not an automatic grade",
 }
 """Types coalmine cannot grade, with the reason the importer reports."""
@@ -117,6 +120,8 @@ def map_assertion(assertion: Assertion) -> MappedAssertion:
     base, negated = assertion.base_type, assertion.negated
     if base == "assert-set" and not negated:
         return MappedAssertion(assertion, "assert-set")
+    if assertion.type == "max-score":  # not-max-score is an unknown type to promptfoo
+        return MappedAssertion(assertion, "compared")
     if base == "javascript":
         return MappedAssertion(assertion, "javascript")
     if base == "python":
@@ -125,9 +130,10 @@ def map_assertion(assertion: Assertion) -> MappedAssertion:
         grader, problem = None, None
         if base in DIRECT or base in JUDGED:
             try:
-                grader = GraderSpec(
-                    type=assertion.type, weight=assertion.weight, config=_config(assertion)
-                )
+                # the spec only names the grader: promptfoo's scoring reads the assertion's
+                # own weight, which may be negative (coalmine's native weights may not)
+                weight = assertion.weight if assertion.weight >= 0 else 0.0
+                grader = GraderSpec(type=assertion.type, weight=weight, config=_config(assertion))
             except ValueError as exc:
                 problem = str(exc)
         if base in HANDLED:  # the native grader, when there is one, only names it

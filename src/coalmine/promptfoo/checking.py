@@ -2,7 +2,13 @@
 
 Each assertion goes through the same steps as in promptfoo: its own ``transform`` (JavaScript,
 or a Python file, on the output: :mod:`coalmine.promptfoo.scripts`), its ``value`` rendered
-with the row's vars (a ``file://`` value loaded, or run for a Python file), then its grader.
+with the row's vars, then its grader. A ``file://`` value (``runAssertion``): a JavaScript or
+Python file's function is called with ``(output, context)`` and its answer is the value (a
+boolean, a GradingResult or a function is an ERROR for a type that is not a script; JavaScript's
+``undefined`` leaves the value as written); a ``.json``/``.yaml``/``.yml`` file is parsed, a
+``.txt`` file's text trimmed, any other file is an ERROR (``Unsupported file type``); the
+``file://`` items of a list value are read the same way. A tests file's values were read whole
+when the file was (untrimmed, any type), as promptfoo reads them.
 Which grader is :mod:`coalmine.promptfoo.assertions`' mapping: a coalmine grader from the
 registry (the rendered value in its config, validated by the grader's config model), Node.js
 for ``javascript``, a Python process for ``python``, the project's judge for the judge graders.
@@ -18,15 +24,14 @@ What promptfoo makes a row ERROR (``RowError`` here) and what it merely fails:
   grader with no judge configured in coalmine.yaml (promptfoo would call its default grading
   provider; coalmine calls nothing it was not given); JavaScript that throws from a file or
   Node.js missing (said so, with the install hint).
-- FAIL: a ``regex`` that does not compile (``Invalid regex pattern: …``; the JavaScript pattern
-  is read with JavaScript's meaning, :mod:`coalmine.promptfoo.jsregex`),
+- FAIL: a ``regex`` that V8 refuses (``Invalid regex pattern: …``; the pattern is read with
+  JavaScript's syntax and meaning by :mod:`coalmine.promptfoo.handlers`),
   a ``python`` assertion whose script raises or answers nonsense, inline JavaScript that throws.
 
-Values are coerced as promptfoo's handlers coerce them: a number for ``contains``/``equals``
-is its JavaScript text, list items of the ``contains-any`` family too, a numeric string for
-``word-count`` is the number; ``equals`` without a value compares with ``undefined``. The types
-:mod:`coalmine.promptfoo.handlers` grades (``levenshtein``, ``is-json``, ``is-xml`` …) get
-the rendered value as it is, as promptfoo's handlers do.
+Values are coerced as promptfoo's handlers coerce them: a numeric string for ``word-count`` is
+the number. The types :mod:`coalmine.promptfoo.handlers` grades (``equals``, the ``contains``
+family, ``levenshtein``, ``is-json``, ``is-xml`` …) get the rendered value as it is, as
+promptfoo's handlers do.
 """
 
 from __future__ import annotations
@@ -45,13 +50,12 @@ from coalmine.graders.base import registry as graders
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import UNSUPPORTED, MappedAssertion, map_assertion
 from coalmine.promptfoo.handlers import HandlerCall, handle
-from coalmine.promptfoo.jsregex import python_pattern
-from coalmine.promptfoo.matrix.filerefs import load_file_ref
 from coalmine.promptfoo.matrix.sources import (
     ReadError,
     is_code_file,
+    load_yaml_text,
+    read_text,
     require_inside,
-    split_file_url,
 )
 from coalmine.promptfoo.node import (
     JsError,
@@ -64,10 +68,10 @@ from coalmine.promptfoo.node import (
 from coalmine.promptfoo.nunjucks import (
     TemplateError,
     js_json_stringify,
-    js_string,
     render_assertion_value,
     to_js,
 )
+from coalmine.promptfoo.nunjucks._js import js_trim
 from coalmine.promptfoo.python_calls import (
     DEFAULT_FUNCTION,
     PythonScriptError,
@@ -106,8 +110,6 @@ PROMPTFOO_TYPES = frozenset(
      "select-best", "max-score"}
 )  # fmt: skip
 """Every type promptfoo 0.121.20 grades: another is ``Unknown assertion type``."""
-_CONTAINS = frozenset({"contains", "icontains"})
-_CONTAINS_LIST = frozenset({"contains-any", "contains-all", "icontains-any", "icontains-all"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,6 +198,8 @@ async def grade_one(assertion: Assertion, scope: AssertionScope) -> AssertionOut
     mapped = map_assertion(assertion)
     if mapped.runtime in ("unsupported", "assert-set"):
         raise RowError(_unsupported(assertion, mapped))
+    if mapped.runtime == "compared":  # graded across the test's rows afterwards, as promptfoo does
+        return AssertionOutcome(assertion, True, 0.0, "")
     output = scope.output
     if assertion.transform:
         output = await _transform(assertion.transform, output, scope)
@@ -240,7 +244,7 @@ async def _handled(
 
 def _unsupported(assertion: Assertion, mapped: MappedAssertion) -> str:
     base = assertion.base_type
-    if base not in PROMPTFOO_TYPES:
+    if base not in PROMPTFOO_TYPES or (assertion.negated and base in ("select-best", "max-score")):
         return f"Error: Unknown assertion type: {assertion.type}"
     reason = UNSUPPORTED.get(base) or (mapped.problem or "not supported").split(": ", 1)[-1]
     return f"unsupported: coalmine cannot grade promptfoo's {assertion.type!r} assertion ({reason})"
@@ -271,51 +275,106 @@ async def _transform(code: Any, output: Any, scope: AssertionScope) -> Any:
 
 
 async def _value(assertion: Assertion, output: Any, scope: AssertionScope) -> tuple[Any, bool]:
-    """The value as the grader sees it, and whether a Python script gave it."""
+    """The value as the grader sees it, and whether a script gave it."""
     value = assertion.value
     if isinstance(value, str) and value.startswith("file://"):
-        path, function = split_file_url(value)
-        if path.endswith(".py"):
-            if assertion.base_type == "python" and function is None:
-                function = DEFAULT_FUNCTION
-            args = [output, _context(assertion, scope)]
-            try:
-                script = require_inside(scope.base_dir / path)
-            except ReadError as exc:
-                raise RowError(exc.message) from None
-            try:
-                result = await run_python(
-                    script, function or DEFAULT_FUNCTION, args, cwd=scope.base_dir
-                )
-            except PythonScriptError as exc:
-                return _Failed(f"Error running Python script: {exc}"), True
-            if assertion.base_type != "python":
-                _check_script_value(assertion, result)
-            return result, True
-        if is_code_file(path) or path.endswith(".rb"):
-            if assertion.base_type == "javascript" and not path.endswith(".rb"):
-                return value, False  # Node.js loads it
-            kind = "Ruby" if path.endswith(".rb") else "JavaScript"
-            raise RowError(
-                f"unsupported: a {kind} file as the value of a {assertion.type!r} assertion"
-            )
-        try:
-            return load_file_ref(value, base_dir=scope.base_dir), False
-        except ReadError as exc:
-            raise RowError(exc.message) from None
+        return await _file_value(assertion, output, scope)
     if isinstance(value, str) and value.startswith("package:"):
         raise RowError(f"unsupported: a package value ({value}) runs code from a node package")
     if not _templated(value):
         return value, False  # Nunjucks prints a text without a tag as it is
     try:
         rendered = render_assertion_value(value, scope.variables, env=scope.env)
-        if isinstance(rendered, list):
-            rendered = [load_file_ref(v, base_dir=scope.base_dir) for v in rendered]
     except TemplateError as exc:
         raise RowError(str(exc)) from None
-    except ReadError as exc:
-        raise RowError(exc.message) from None
+    if isinstance(rendered, list):
+        rendered = [
+            _file_content(v, scope.base_dir)
+            if isinstance(v, str) and v.startswith("file://")
+            else v
+            for v in rendered
+        ]
     return rendered, False
+
+
+async def _file_value(assertion: Assertion, output: Any, scope: AssertionScope) -> tuple[Any, bool]:
+    """A ``file://`` value: a script's answer to ``(output, context)``, or the file's content.
+
+    promptfoo cuts ``path:function`` at the first colon; a ``.js`` (``.cjs``, ``.mjs``, ``.ts``
+    …) or ``.py`` file is called (``get_assert`` the default Python function) and its answer is
+    the value, for every type (``javascript`` runs its own file in Node.js). Any other file is
+    read whole (:func:`_file_content`).
+    """
+    value = assertion.value
+    assert isinstance(value, str)
+    path, _, function = value.removeprefix("file://").partition(":")
+    base = assertion.base_type
+    if path.endswith(".py"):
+        args = [output, _context(assertion, scope)]
+        try:
+            script = require_inside(scope.base_dir / path)
+        except ReadError as exc:
+            raise RowError(exc.message) from None
+        try:
+            result = await run_python(
+                script, function or DEFAULT_FUNCTION, args, cwd=scope.base_dir
+            )
+        except PythonScriptError as exc:
+            return _Failed(f"Error running Python script: {exc}"), True
+        if base != "python":
+            _check_script_value(assertion, result)
+        return result, True
+    if is_code_file(path):
+        if base == "javascript":
+            return value, False  # Node.js loads it
+        return await _js_value(assertion, output, scope)
+    if path.endswith(".rb"):
+        raise RowError(f"unsupported: a Ruby file as the value of a {assertion.type!r} assertion")
+    return _file_content(value, scope.base_dir), False
+
+
+async def _js_value(assertion: Assertion, output: Any, scope: AssertionScope) -> tuple[Any, bool]:
+    """What a JavaScript file's function answers, as the value (``undefined`` leaves it be)."""
+    try:
+        answer = await scope.node.script_value(
+            str(assertion.value),
+            output=output,
+            context=_context(assertion, scope),
+            base_dir=scope.base_dir,
+        )
+    except (NodeUnavailable, JsUnsupported) as exc:
+        raise RowError(unsupported_js(exc, f"the {assertion.type!r} assertion's value")) from None
+    except JsError as exc:
+        raise RowError(str(exc)) from None
+    if answer.undefined:
+        return assertion.value, False
+    if answer.function:
+        raise RowError(_script_returned(assertion, "a function", "functions"))
+    if assertion.base_type != "python":
+        _check_script_value(assertion, answer.value)
+    return answer.value, True
+
+
+def _file_content(reference: str, base_dir: Path) -> Any:
+    """A file's content as the value (promptfoo's ``processFileReference``).
+
+    A ``.json``/``.yaml``/``.yml`` file is parsed (as YAML, as promptfoo does), a ``.txt``
+    file's text trimmed, any other file is an ERROR. The whole reference is the path
+    (``file://a.txt:x`` has the extension ``.txt:x``). A value a tests file holds was read by
+    then, whole and untrimmed, as promptfoo reads it.
+    """
+    path = base_dir / reference.removeprefix("file://")
+    try:
+        text = read_text(path)  # read first: a missing file is that error, whatever its type
+        if path.suffix in (".json", ".yaml", ".yml"):
+            return load_yaml_text(text, path=path).data
+    except ReadError as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        message = exc.message if str(path) in exc.message else f"{where}: {exc.message}"
+        raise RowError(message) from None
+    if path.suffix == ".txt":
+        return js_trim(text)
+    raise RowError(f"Error: Unsupported file type: {path}")
 
 
 def _templated(value: Any) -> bool:
@@ -329,16 +388,18 @@ def _templated(value: Any) -> bool:
 
 def _check_script_value(assertion: Assertion, value: Any) -> None:
     """Reject what promptfoo rejects as a script's value for a type that is not a script."""
-    what = None
     if isinstance(value, bool):
-        what = "a boolean"
-    elif isinstance(value, dict) and "pass" in value:
-        what = "a GradingResult"
-    if what is not None:
-        raise RowError(
-            f'Script for "{assertion.type}" assertion returned {what}. Only '
-            "javascript/python/ruby assertion types can return it; return the expected value"
-        )
+        raise RowError(_script_returned(assertion, "a boolean", "boolean values"))
+    if isinstance(value, dict) and "pass" in value:
+        raise RowError(_script_returned(assertion, "a GradingResult", "GradingResult objects"))
+
+
+def _script_returned(assertion: Assertion, what: str, plural: str) -> str:
+    return (
+        f'Error: Script for "{assertion.type}" assertion returned {what}. Only '
+        f"javascript/python/ruby assertion types can return {plural}. For other assertion "
+        "types, return the expected value (string, number, array, or object)."
+    )
 
 
 def _context(assertion: Assertion, scope: AssertionScope) -> dict[str, Any]:
@@ -423,16 +484,6 @@ async def _python(
 
 def coerce_value(base_type: str, value: Any) -> Any:
     """The value as promptfoo's handler for ``base_type`` reads it (see the module docstring)."""
-    if base_type in _CONTAINS or base_type == "equals":
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return js_string(value) if value == value else value  # NaN stays invalid
-        if base_type == "equals" and isinstance(value, bool):
-            return js_string(value)
-        if base_type == "equals" and value is None:
-            return "undefined"
-        return value
-    if base_type in _CONTAINS_LIST and isinstance(value, list):
-        return [v if isinstance(v, str) else js_string(v) for v in value]
     if base_type == "word-count" and isinstance(value, str):
         try:
             number = float(value)
@@ -457,8 +508,6 @@ async def _grader(
     base = assertion.base_type
     config = dict(spec.config)
     coerced = coerce_value(base, value)
-    if base == "regex" and isinstance(coerced, str):
-        coerced = python_pattern(coerced)  # JavaScript's meaning, in Python's syntax
     if coerced is None:
         config.pop("value", None)
     else:
@@ -469,9 +518,6 @@ async def _grader(
         problem = "; ".join(
             dict.fromkeys(e["msg"].removeprefix("Value error, ") for e in exc.errors())
         )
-        if base == "regex" and isinstance(coerced, str) and coerced:
-            reason = f"Invalid regex pattern: {problem}"
-            return AssertionOutcome(assertion, False, 0.0, reason, rendered_value=value)
         raise RowError(f"invalid {assertion.type!r} assertion: {problem}") from None
     ctx = GradeContext(
         case_id=scope.case_id,

@@ -7,7 +7,9 @@ data, with what could not be carried over:
   the prompt function or ``exec:`` command that makes it), its provider, the config's
   ``nunjucksFilters``, and each line as a test (``vars``, ``assert``, ``threshold``,
   ``options``, ``providerOutput`` …). Relative paths (``file://`` ones, the filters, the files
-  an ``exec:`` command names) are rewritten for the new config's folder.
+  an ``exec:`` command names) are rewritten for the new config's folder; a prompt text that
+  promptfoo would read as a path (``Summarize a/b``) goes to a file beside it. A line whose test
+  has a ``max-score`` is refused (a ``UsageError``): its verdict compares the config's columns.
 - **A coalmine suite**: each case becomes a test whose var ``prompt`` holds the case's rendered
   prompt (the config's prompt is ``{{prompt}}``). A prompt promptfoo would change as a var (one
   with ``{{``/``{%``/``{#``, or a trailing newline) goes in the test's ``options.prefix``
@@ -31,6 +33,7 @@ data, with what could not be carried over:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +41,11 @@ from typing import Any
 
 from coalmine._util.secrets import redact_data
 from coalmine.config import AgentConfig
+from coalmine.errors import UsageError
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import DIRECT, JUDGED, WITH_THRESHOLD
 from coalmine.promptfoo.jsregex import javascript_pattern
+from coalmine.promptfoo.matrix.prompt_refs import maybe_file_path
 from coalmine.promptfoo.matrix.rules import prepare_test
 from coalmine.promptfoo.matrix.sources import split_file_url
 from coalmine.promptfoo.providers import exec_word, split_command
@@ -56,6 +61,7 @@ TAKES_EXPECTED = frozenset(
 )  # fmt: skip
 """Graders whose ``value`` defaults to the case's ``expected``."""
 _TEMPLATE_MARKS = ("{{", "{%", "{#")
+_RAW_TAG = re.compile(r"\{%\s*(?:raw|endraw)\s*%\}")
 _DEFAULT_OPENAI_URLS = (
     "https://api.openai.com/v1",
     "${OPENAI_BASE_URL:-https://api.openai.com/v1}",
@@ -75,6 +81,8 @@ class Exported:
     """What promptfoo has no equivalent of (the config runs without it)."""
     approximations: list[str] = field(default_factory=list)
     """What is carried over but may read differently (a regex's Unicode classes)."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files to write beside the config, by name: their text, exactly."""
 
     def note(self, message: str) -> None:
         """Record ``message`` (repeats are counted, not listed again)."""
@@ -184,8 +192,8 @@ def _literal(value: Any) -> Any:
     if isinstance(value, str) and (
         any(m in value for m in _TEMPLATE_MARKS) or value.endswith("\n")
     ):
-        if "{% endraw %}" in value:
-            return value  # cannot be wrapped; Nunjucks will render it
+        if _RAW_TAG.search(value):  # Nunjucks counts nested raw blocks: a string literal then
+            return '{{ "' + value.replace("\\", "\\\\").replace('"', '\\"') + '" }}'
         return "{% raw %}" + value + "{% endraw %}"
     if isinstance(value, list):
         return [_literal(v) for v in value]
@@ -297,7 +305,7 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
         config["nunjucksFilters"] = {
             name: _rebase(path, base, out_dir) for name, path in source.nunjucks_filters.items()
         }
-    config["prompts"] = [_compat_prompt(suite, base, out_dir)]
+    config["prompts"] = [_compat_prompt(suite, base, out_dir, exported)]
     provider = source.provider
     entry: dict[str, Any] = {"id": _rebase_provider(provider.id, base, out_dir)}
     for key in ("label", "config", "transform", "delay", "env"):
@@ -315,6 +323,7 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
             by_alias=True, exclude_defaults=True, exclude={"id", "test_idx", "repeat_index"}
         )
         data.pop("tags", None)
+        _refuse_max_score(suite, case)
         if line.options.get("storeOutputAs"):  # promptfoo's registers span the whole eval
             exported.note(
                 "options.storeOutputAs: the config holds this suite's column only: a stored "
@@ -330,6 +339,26 @@ def _export_compat(suite: Suite, out_dir: Path) -> Exported:
     if suite.meta.timeout_seconds is not None:
         config["evaluateOptions"] = {"timeoutMs": round(suite.meta.timeout_seconds * 1000)}
     return exported
+
+
+def _refuse_max_score(suite: Suite, case: SuiteCase) -> None:
+    """Refuse a line whose test has a ``max-score``: its verdict is not one column's to give.
+
+    max-score compares a test's rows across the config's columns; the exported config holds
+    this suite's column alone, on which promptfoo stops the eval (its invariant wants two
+    outputs). Writing it anyway would hand over a config that cannot run, and dropping the
+    assertion would change the rows' verdicts: neither is the suite.
+    """
+    line = case.promptfoo
+    assert line is not None
+    if any(isinstance(a, Mapping) and a.get("type") == "max-score" for a in line.assertions):
+        raise UsageError(
+            f"{suite.path}:{case.line}: suite {suite.name}, line {line.id}: its 'max-score' "
+            "assertion compares the test's rows across the columns of the config it was "
+            "imported from, and an exported suite is one column (promptfoo stops the eval: "
+            "max-score assertion must have at least two outputs to compare between): remove "
+            "it from the suite's lines to export them, or run the original config"
+        )
 
 
 _MERGED = ("vars", "assert", "threshold", "options", "metadata", "provider",
@@ -411,8 +440,14 @@ def _merged_value(test: Mapping[str, Any], key: str) -> Any:
     return value
 
 
-def _compat_prompt(suite: Suite, base: Path, out_dir: Path) -> dict[str, Any]:
-    """The suite's prompt: its text, or the prompt function or command that makes it."""
+def _compat_prompt(suite: Suite, base: Path, out_dir: Path, exported: Exported) -> dict[str, Any]:
+    """The suite's prompt: its text, or the prompt function or command that makes it.
+
+    A text promptfoo would read as a path or a command (:func:`_read_as_path`) goes to a file
+    beside the config, ``<suite>.prompt.j2``, named by ``file://``: promptfoo reads such a file
+    whole, and keeps the prompt's label and config (a ``.txt`` file would be trimmed, split
+    on ``---`` lines and relabelled; a ``.md`` file loses the config).
+    """
     assert suite.meta.promptfoo is not None
     prompt = suite.meta.promptfoo.prompt
     config = dict(prompt.config) if prompt.config is not None else None
@@ -428,12 +463,28 @@ def _compat_prompt(suite: Suite, base: Path, out_dir: Path) -> dict[str, Any]:
         ref = "file://" + _rebase(path, base, out_dir) + (f":{function}" if function else "")
         shown = {"raw": ref, "label": prompt.label}
     else:
-        shown = {"raw": suite.meta.prompt_template or "", "label": prompt.label}
+        text = suite.meta.prompt_template or ""
+        shown = {"raw": text, "label": prompt.label}
+        if _read_as_path(text):
+            name = f"{suite.name}.prompt.j2"
+            exported.files[name] = text
+            shown["raw"] = f"file://{name}"
         if prompt.id is not None:
             shown["id"] = prompt.id
     if config is not None:
         shown["config"] = config
     return shown
+
+
+def _read_as_path(text: str) -> bool:
+    r"""Whether promptfoo reads the prompt ``text`` as something else than the prompt's text.
+
+    ``maybeFilePath`` (one line with a ``/``, ``\`` or ``*``, a ``.`` three or four characters
+    from its end, a file extension …: ``Summarize a/b``, ``Rate it 1*5``, ``Read notes.txt``)
+    makes it a path (a missing file: "There are no prompts"); ``exec:`` a command; and an empty
+    ``raw`` takes the prompt's ``id``.
+    """
+    return not text or text.startswith("exec:") or maybe_file_path(text)
 
 
 def _rebase(path: str, base: Path, out_dir: Path) -> str:

@@ -144,4 +144,6 @@ def export_promptfoo(root: Path, suite_name: str, out: Path) -> Exported:
     head = f"# Exported by `coalmine export promptfoo` from suite {suite.name}.\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(head + dump_yaml(exported.config), encoding="utf-8")
+    for name, text in exported.files.items():  # beside it, exactly (a prompt's text)
+        (out.parent / name).write_text(text, encoding="utf-8", newline="")
     return exported

@@ -21,6 +21,17 @@ types are graded here, as promptfoo's ``src/assertions/*.ts`` grade them:
   provider config's ``tools`` function of that name. promptfoo's handler ignores ``not-``, so
   the ``not-`` form gives the same verdict (kept).
 - ``contains-html``: the native grader's heuristics, which are promptfoo's.
+- ``equals`` and the ``contains`` family (``contains``, ``icontains``, ``contains-any``,
+  ``contains-all``, ``icontains-any``, ``icontains-all``): JavaScript's comparison. A number is
+  its JavaScript text, ``icontains*`` lower-case both sides (``toLowerCase``, not casefold:
+  ``STRASSE`` does not contain ``straße``), an empty list is a value (any-of-nothing fails,
+  all-of-nothing passes), an empty list item is contained in every output; ``equals`` with an
+  object, a list or ``null`` deep-compares with the output's ``JSON.parse``, and without a
+  value compares the output with ``"undefined"``.
+- ``regex``: ``new RegExp(value).test(output)``, JavaScript's syntax and meaning (UTF-16 code
+  units, ASCII digits, V8's errors: :mod:`coalmine.promptfoo.jsregex`). A pattern V8 refuses
+  fails the assertion (``Invalid regex pattern: …``, whatever ``not-``); one V8 accepts and
+  coalmine cannot match (``(?<=a+)``) is an ERROR that says so.
 - ``is-xml``, ``contains-xml``, ``is-html``, ``is-sql``, ``contains-sql``, the tool-call,
   log-probability, trace and trajectory types, ``guardrails``, ``ruby`` and ``meteor``:
   promptfoo's own code, in Node.js: :mod:`coalmine.promptfoo.own_code`.
@@ -34,16 +45,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coalmine._util.jsonpath import json_equal
 from coalmine.graders.markup import html_found
 from coalmine.graders.overlap import bleu_score, gleu_score, rouge_n
-from coalmine.graders.text import levenshtein_distance
+from coalmine.graders.text import levenshtein_distance, split_values
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import HANDLED
 from coalmine.promptfoo.json_compat import contains_json, is_json, schema_validator
+from coalmine.promptfoo.jsregex import JsRegExp, JsSyntaxError, JsUnsupported
 from coalmine.promptfoo.matrix.filerefs import load_file_ref
 from coalmine.promptfoo.matrix.sources import ReadError, split_file_url
 from coalmine.promptfoo.node import NodeRuntime
-from coalmine.promptfoo.nunjucks import TemplateError, js_truthy, render_vars_in_object
+from coalmine.promptfoo.nunjucks import (
+    TemplateError,
+    js_json_parse,
+    js_string,
+    js_truthy,
+    render_vars_in_object,
+    to_js,
+)
+from coalmine.promptfoo.nunjucks._js import js_join
 from coalmine.promptfoo.nunjucks._json import js_json_stringify
 from coalmine.promptfoo.own_code import OWN_CODE_TYPES, OwnCodeCheck, own_code_check
 from coalmine.promptfoo.verdicts import PASSED, HandlerError, Verdict, verdict
@@ -171,10 +192,91 @@ async def _contains_json(call: HandlerCall) -> Verdict:
     return contains_json(call.text, call.value, inverse=call.inverse)
 
 
+async def _regex(call: HandlerCall) -> Verdict:
+    pattern = call.value
+    if not (isinstance(pattern, str) and pattern):
+        raise HandlerError(
+            'Error: Invariant failed: "regex" assertion type must have a string value'
+        )
+    try:
+        found = JsRegExp(pattern).test(call.text)
+    except JsSyntaxError as exc:
+        return Verdict(False, 0.0, f"Invalid regex pattern: {exc}")
+    except JsUnsupported as exc:
+        raise HandlerError(
+            f"unsupported: coalmine cannot match the JavaScript regex {pattern!r} ({exc})"
+        ) from None
+    not_ = "not " if call.inverse else ""
+    return verdict(found != call.inverse, f'Expected output to {not_}match regex "{pattern}"')
+
+
 async def _contains_html(call: HandlerCall) -> Verdict:
     passed = html_found(call.text) != call.inverse
     expected = f"Expected output to {'not ' if call.inverse else ''}contain HTML content"
     return verdict(passed, expected)
+
+
+async def _equals(call: HandlerCall) -> Verdict:
+    value = call.value
+    undefined = value is None and "value" not in call.assertion.model_fields_set
+    if not undefined and (value is None or isinstance(value, dict | list)):
+        try:  # util.isDeepStrictEqual with JSON.parse(output): a throw fails it
+            passed = json_equal(value, js_json_parse(call.text)) != call.inverse
+        except (ValueError, TypeError):
+            passed = call.inverse
+        shown = js_json_stringify(to_js(value)) or ""
+    else:
+        shown = "undefined" if undefined else js_string(value)
+        passed = (shown == call.text) != call.inverse
+    expected = f'Expected output "{call.text}" to {"not " if call.inverse else ""}equal'
+    return verdict(passed, f'{expected} "{shown}"')
+
+
+def _lower(text: str, base: str) -> str:
+    """``toLowerCase`` for the ``icontains`` types (Python's ``lower``, never ``casefold``)."""
+    return text.lower() if base.startswith("icontains") else text
+
+
+async def _contains(call: HandlerCall) -> Verdict:
+    base, value = call.assertion.base_type, call.value
+    if not (
+        (isinstance(value, str) and value)
+        or (isinstance(value, int | float) and not isinstance(value, bool) and value == value)
+    ):
+        raise HandlerError(
+            f'Error: Invariant failed: "{base}" assertion type must have a string or number value'
+        )
+    found = _lower(js_string(value), base) in _lower(call.text, base)
+    not_ = "not " if call.inverse else ""
+    return verdict(found != call.inverse, f'Expected output to {not_}contain "{js_string(value)}"')
+
+
+async def _contains_list(call: HandlerCall) -> Verdict:
+    base, value = call.assertion.base_type, call.value
+    if not js_truthy(value):
+        raise HandlerError(f'Error: Invariant failed: "{base}" assertion type must have a value')
+    if isinstance(value, str):
+        try:
+            value = split_values(value)
+        except ValueError as exc:
+            raise HandlerError(f"Error: Invariant failed: {exc}") from None
+    if not isinstance(value, list):
+        raise HandlerError(
+            f'Error: Invariant failed: "{base}" assertion type must have an array value'
+        )
+    text = _lower(call.text, base)
+    missing = [v for v in value if _lower(js_string(v), base) not in text]
+    not_ = "not " if call.inverse else ""
+    if base.endswith("-any"):
+        passed = len(missing) < len(value)
+        failure = f'Expected output to {not_}contain one of "{js_join(value, ", ")}"'
+    else:
+        passed = not missing
+        failure = (
+            f"Expected output to {not_}contain all of [{js_join(value, ', ')}]. "
+            f"Missing: [{js_join(missing, ', ')}]"
+        )
+    return verdict(passed != call.inverse, failure)
 
 
 async def _finish_reason(call: HandlerCall) -> Verdict:
@@ -304,6 +406,14 @@ HANDLERS: dict[str, Handler] = {
     "is-json": _is_json,
     "contains-json": _contains_json,
     "contains-html": _contains_html,
+    "regex": _regex,
+    "equals": _equals,
+    "contains": _contains,
+    "icontains": _contains,
+    "contains-any": _contains_list,
+    "contains-all": _contains_list,
+    "icontains-any": _contains_list,
+    "icontains-all": _contains_list,
     "finish-reason": _finish_reason,
     "is-valid-openai-tools-call": _tools_call,
     **{name: _own_code for name in OWN_CODE_TYPES},

@@ -34,6 +34,7 @@ from coalmine._source import safe_load
 from coalmine.errors import ConfigError
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
+from coalmine.promptfoo.comparison import check_max_scores
 from coalmine.promptfoo.matrix import Column, Matrix, load_matrix
 from coalmine.promptfoo.matrix.code import ConfigCode
 from coalmine.promptfoo.matrix.config import CONFIG_FILE
@@ -132,6 +133,7 @@ def plan_import(
     """
     config_path = Path(path)
     matrix = load_matrix(config_path, environ={}, root=out_dir, code=code)
+    check_max_scores(matrix)  # where promptfoo stops the eval, the suites would fail alike
     out_dir = Path(out_dir)
     suites_dir = out_dir / SUITES_DIR
     mapped = map_providers(matrix.providers, base_dir=matrix.base_dir, out_dir=out_dir)

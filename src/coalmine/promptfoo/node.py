@@ -24,6 +24,9 @@ What the code sees and what its answer means is promptfoo's (``src/assertions/ja
   file's function, its named export, or its default export with ``(output, context)``.
   promptfoo picks ``name`` from the default export when there is one, so a named function
   beside a default export of an ES module is not found: that is an ERROR, as in promptfoo.
+* The same ``file://`` function as the value of another type (``equals``, ``contains-all``
+  …) gives that value (:meth:`NodeRuntime.script_value`): whatever it answers, ``undefined``
+  and functions told apart; one that throws or does not load raises ``JsError``.
 * The answer: ``true``/``false`` scores 1/0; a number is the score and passes when it is
   ``> 0``, or ``>= threshold`` when the assertion has one; an object with boolean ``pass``,
   number ``score`` and string ``reason`` is taken as is. ``not-javascript`` inverts ``pass``
@@ -102,6 +105,7 @@ __all__ = [
     "JsAssertionResult",
     "JsError",
     "JsLoadError",
+    "JsScriptValue",
     "JsTimeout",
     "JsUnsupported",
     "NodeRuntime",
@@ -114,6 +118,17 @@ __all__ = [
 ]
 
 _MAX_LINE = 1 << 30  # one answer (an output a transform returned) may be this large
+
+
+@dataclass(frozen=True)
+class JsScriptValue:
+    """What a ``file://x.js[:name]`` value's function answered for a type that is not a script."""
+
+    value: Any = None
+    undefined: bool = False
+    """It answered ``undefined``: promptfoo keeps the value as written."""
+    function: bool = False
+    """It answered a function, which promptfoo rejects for such a type."""
 
 
 @dataclass(frozen=True)
@@ -255,6 +270,31 @@ class NodeRuntime:
             score=float(score),  # a number, or "NaN" / "Infinity" / "-Infinity"
             reason=str(answer["reason"]),
             extra=answer.get("extra") or {},
+        )
+
+    async def script_value(
+        self,
+        reference: str,
+        *,
+        output: Any,
+        context: Mapping[str, Any],
+        base_dir: Path,
+        timeout: float | None = None,
+    ) -> JsScriptValue:
+        """Call the function a ``file://path.js[:name]`` value names with ``(output, context)``.
+
+        The function is found as promptfoo's ``loadFromJavaScriptFile`` finds it (as for a
+        ``javascript`` assertion's file) and its answer awaited.
+
+        Raises:
+            JsError: the file did not load, the function threw, or the call timed out.
+        """
+        request = {"op": "value", "code": reference}
+        answer = await self._call(request, output, context, base_dir, timeout)
+        return JsScriptValue(
+            value=answer.get("value"),
+            undefined=bool(answer.get("undefined")),
+            function=bool(answer.get("function")),
         )
 
     async def transform(

@@ -255,6 +255,18 @@
     }
   }
 
+  // a file's function as the value of a type that is not a script (runAssertion's
+  // valueFromScript): undefined leaves the value as written, a function is rejected
+  async function scriptValue(req, output, context) {
+    const ref = req.code.slice(7);
+    const colon = ref.indexOf(":");
+    const filePath = path.resolve(req.baseDir, colon === -1 ? ref : ref.slice(0, colon));
+    const value = await callFile(filePath, colon === -1 ? undefined : ref.slice(colon + 1), [output, context]);
+    if (value === undefined) return { undefined: true };
+    if (typeof value === "function") return { function: true };
+    return { value };
+  }
+
   // --- transforms (src/util/transform.ts) ---
   function transformLabel(code) {
     if (code.startsWith("file://")) return "[file transform]";
@@ -423,6 +435,9 @@
         return { id: req.id, ok: true, result: { ...r, score: encodeScore(r.score) } };
       }
       if (req.op === "call") return { id: req.id, ok: true, result: await callFunction(req) };
+      if (req.op === "value") {
+        return { id: req.id, ok: true, result: await scriptValue(req, req.output, context) };
+      }
       if (["prompt", "var", "tests", "filter"].includes(req.op)) {
         return { id: req.id, ok: true, result: await callCode(req) };
       }

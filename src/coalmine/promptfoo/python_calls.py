@@ -11,9 +11,11 @@ What the answer means (promptfoo's ``normalizeScriptResult``, with ``Python code
 ``True``/``"true"`` and ``False``/``"false"`` (any case) score 1/0; a JSON object (or a string
 starting with ``{``) must be a GradingResult (``pass`` boolean, ``score`` number, ``reason``
 string; ``pass_``, ``named_scores`` … accepted) and is failed when its score is below the
-assertion's ``threshold``; anything else is read with JavaScript's ``parseFloat`` and passes
-above 0 (at ``>= threshold`` with one). ``not-python`` inverts ``pass``. A failing reason is
-``Python code returned false`` and, for inline code, a newline and the code.
+assertion's ``threshold``; a list is an object to JavaScript, so never a GradingResult (the
+assertion fails, as an object without ``pass`` does); anything else is read with JavaScript's
+``parseFloat`` and passes above 0 (at ``>= threshold`` with one). ``not-python`` inverts
+``pass``. A failing reason is ``Python code returned false`` and, for inline code, a newline
+and the code.
 
 The same wrapper calls the config's other Python functions (var loaders, prompt functions, test
 generators: :func:`call_python` waits for one while a config is read), awaiting an ``async``
@@ -261,8 +263,6 @@ def _js_text(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, list):
-        return ",".join("" if v is None else _js_text(v) for v in value)
     return str(value)
 
 
@@ -286,6 +286,8 @@ def script_verdict(
             raise PythonScriptError(f"Invalid JSON: {exc} when parsing result: {result}") from None
         if not isinstance(result, dict):
             raise PythonScriptError(_SHAPE + f" Got instead: {result}")
+    if isinstance(result, list | tuple):  # an object to JavaScript, spread: {"0": …, "1": …}
+        result = {str(i): item for i, item in enumerate(result)}
     if isinstance(result, dict):
         return _object(result, threshold=threshold, inverse=inverse)
     score = _parse_float(_js_text(result))

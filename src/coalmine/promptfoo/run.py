@@ -11,7 +11,10 @@ worker serves the run's JavaScript; the project's judge (coalmine.yaml at ``root
 judge graders. Nothing is stored and nothing can be resumed: that is what importing the config
 (``coalmine import promptfoo``) is for.
 
-The result, :class:`PromptfooRun`, holds each row's verdict; :mod:`coalmine.promptfoo.output`
+Once every row ran, each test's ``max-score`` compares the test's rows
+(:mod:`coalmine.promptfoo.comparison`), as promptfoo does last; a test promptfoo would stop the
+eval at is a :class:`ConfigError` before any row runs. The result, :class:`PromptfooRun`,
+holds each row's verdict; :mod:`coalmine.promptfoo.output`
 renders it as a table, as JSON, or as promptfoo's own result file.
 """
 
@@ -38,6 +41,7 @@ from coalmine.engine.grading import judge_fn_for
 from coalmine.engine.wiring import Wiring, secret_values
 from coalmine.errors import CoalmineError, ConfigError
 from coalmine.graders.base import JudgeFn
+from coalmine.promptfoo.comparison import check_max_scores, compare_rows, max_score_of
 from coalmine.promptfoo.config_code import RunConfigCode
 from coalmine.promptfoo.importer import plain_data
 from coalmine.promptfoo.matrix import Matrix, ProviderRef, Row, load_matrix
@@ -133,6 +137,7 @@ async def run_promptfoo(
     clock = clock or SystemClock()
     project = load_config(root, providers=provider_settings())
     matrix = load_matrix(path, environ=environ, root=project.root, code=RunConfigCode())
+    check_max_scores(matrix)
     inside = root_for(matrix.path, root=project.root)
     wiring = Wiring(None, tuple(secret_values(project)), None, None)
     mapped = map_providers(matrix.providers, base_dir=matrix.base_dir)
@@ -209,9 +214,13 @@ async def run_promptfoo(
                 await runtime.aclose()
             for caller in {id(c): c for c in [*callers.values(), judge_caller] if c}.values():
                 await caller.provider.aclose()
-    await emit(hooks, "on_eval_progress", counts.event(len(rows)))
     done = [r for r in results if r is not None]
     done.sort(key=lambda r: (r.row.test_idx, r.row.prompt_idx))
+    done = _compared(done)
+    counts = _Counts(counts.last)
+    for ran in done:
+        counts.add(ran.result)
+    await emit(hooks, "on_eval_progress", counts.event(len(rows)))
     return PromptfooRun(
         matrix=matrix,
         rows=tuple(done),
@@ -266,6 +275,25 @@ class _Counts:
 
     def event(self, total: int) -> EvalProgress:
         return EvalProgress(self.done, total, self.passed, self.failed, self.errored)
+
+
+def _compared(rows: list[RunRow]) -> list[RunRow]:
+    """The rows once each test's ``max-score`` compared them (``rows`` by test, then column)."""
+    by_test: dict[int, list[int]] = {}
+    for index, ran in enumerate(rows):
+        by_test.setdefault(ran.row.test_idx, []).append(index)
+    for indexes in by_test.values():
+        assertion = max_score_of(rows[indexes[0]].row.test.assertions)
+        if assertion is None:
+            continue
+        outcomes = compare_rows(
+            [rows[i].result.outcome for i in indexes],
+            assertion,
+            columns=[rows[i].row.prompt_idx for i in indexes],
+        )
+        for index, outcome in zip(indexes, outcomes, strict=True):
+            rows[index] = replace(rows[index], result=replace(rows[index].result, outcome=outcome))
+    return rows
 
 
 def build_agents(

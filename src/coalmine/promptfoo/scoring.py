@@ -43,7 +43,7 @@ timed out. Not errors: a ``file://*.py`` assertion script that throws (a failure
 message), an invalid regex (``Invalid regex pattern: …``), and an output of ``null``: promptfoo
 marks that row failed with ``No output`` but leaves ``failureReason`` at 0, so its statistics
 count it as a failure. ``select-best``/``max-score`` are graded across outputs afterwards and
-are skipped here.
+are skipped here (``max-score``: :mod:`coalmine.promptfoo.comparison`).
 """
 
 from __future__ import annotations
@@ -147,7 +147,8 @@ class RowScore:
     """False for promptfoo's ``No assertions`` result (which has no ``namedScores`` key)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """What an ``assertScoringFunction`` answered besides ``pass``, ``score``, ``reason``,
-    ``namedScores`` and ``componentResults`` (``tokensUsed``, ``metadata`` …), as given."""
+    ``namedScores`` and ``componentResults`` (``tokensUsed``, ``metadata`` …), as given; and the
+    ``assertion`` a ``max-score`` comparison leaves there."""
 
     @property
     def assertions_passed(self) -> int:

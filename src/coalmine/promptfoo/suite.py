@@ -17,6 +17,13 @@ comparisons and reports as any suite does:
   ``success``, ``score``, ``failureReason``, ``gradingResult`` …), so the run can be shown in
   promptfoo's own shape from the store.
 
+A line whose test has a ``max-score`` is held back until every line of the run ran: its test's
+other columns are lines of the other suites imported from the same config, and the rows of
+the run with the same config, ``testIdx`` and repeat are compared then
+(:mod:`coalmine.promptfoo.comparison`), as promptfoo compares a test's rows last. A run of
+only some of those suites compares the columns it ran (as promptfoo run with
+``--filter-providers`` does); with only one, the line is an ERROR that says so.
+
 promptfoo's verdict is kept whole: a failing ``llm-rubric`` fails the row as it does in
 promptfoo (the judge is the project's, from coalmine.yaml). What that failure does to the
 suite is coalmine's judge policy: until the judge is calibrated (``coalmine judge calibrate``)
@@ -28,7 +35,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +50,7 @@ from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.checking import output_text
+from coalmine.promptfoo.comparison import compare_rows, max_score_of
 from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.matrix.prepared import PromptCode, as_test_case, unsupported_reason
 from coalmine.promptfoo.matrix.sources import reading_inside
@@ -130,8 +138,54 @@ async def run_promptfoo_line(
     The record is not yet scrubbed of secrets: the engine scrubs every attempt's record.
     ``judge_blocks(type, config)`` says whether a judge grader may fail the suite (coalmine's
     calibration policy): a row that failed on such assertions only is kept as promptfoo's
-    FAIL, but advisory.
+    FAIL, but advisory. A ``max-score`` is not compared here (see :class:`_LineRunner`).
     """
+    evaluated = await _evaluate_line(
+        case, rep, suite=suite, suite_path=suite_path, meta=meta, caller=caller, tools=tools,
+        judge=judge, judge_blocks=judge_blocks,
+    )  # fmt: skip
+    return evaluated.attempt()
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Evaluated:
+    """A line's row, evaluated: what its attempt is made of."""
+
+    case: SuiteCase
+    rep: int
+    suite: str
+    config: Path
+    """The promptfoo config the suite was imported from (its lines' columns share it)."""
+    row: PromptfooRow
+    result: RowResult
+    caller: Caller | None
+    judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None
+
+    def attempt(self) -> Attempt:
+        result, judge_blocks = self.result, self.judge_blocks
+        attempt = _attempt(self.suite, self.case, self.rep, result, self.caller, self.row)
+        if (
+            attempt.status == "fail"
+            and judge_blocks is not None
+            and _judged_only(result, judge_blocks)
+        ):
+            attempt.record["advisory"] = True
+            return attempt._replace(blocks=False)
+        return attempt
+
+
+async def _evaluate_line(
+    case: SuiteCase,
+    rep: int,
+    *,
+    suite: str,
+    suite_path: Path,
+    meta: SuiteMeta,
+    caller: Caller | None,
+    tools: RowTools,
+    judge: JudgeFn | None,
+    judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None,
+) -> _Evaluated:
     line, source = case.promptfoo, meta.promptfoo
     assert line is not None and source is not None
     row = _row(case, line, source, meta, suite, suite_path, rep)
@@ -139,11 +193,35 @@ async def run_promptfoo_line(
     timeout = meta.timeout_seconds or tools.timeout
     env = {**tools.env, **source.env}
     result = await evaluate_row(row, agent, replace(tools, judge=judge, env=env, timeout=timeout))
-    attempt = _attempt(suite, case, rep, result, caller, row)
-    if attempt.status == "fail" and judge_blocks is not None and _judged_only(result, judge_blocks):
-        attempt.record["advisory"] = True
-        return attempt._replace(blocks=False)
-    return attempt
+    return _Evaluated(
+        case=case, rep=rep, suite=suite, config=(suite_path.parent / source.config).resolve(),
+        row=row, result=result, caller=caller, judge_blocks=judge_blocks,
+    )  # fmt: skip
+
+
+def _compare_held(held: list[_Evaluated]) -> list[Attempt]:
+    """The attempts of lines held for their test's ``max-score``, each test's columns compared.
+
+    A test is its config's ``testIdx`` in one repeat; its columns are compared by ``promptIdx``.
+    """
+    tests: dict[tuple[Path, int, int], list[_Evaluated]] = {}
+    for evaluated in held:
+        key = (evaluated.config, evaluated.row.test_idx, evaluated.rep)
+        tests.setdefault(key, []).append(evaluated)
+    attempts = []
+    for columns in tests.values():
+        columns.sort(key=lambda e: e.row.prompt_idx)
+        assertion = max_score_of(columns[0].row.assertions)
+        assert assertion is not None
+        outcomes = compare_rows(
+            [e.result.outcome for e in columns],
+            assertion,
+            columns=[e.row.prompt_idx for e in columns],
+        )
+        for evaluated, outcome in zip(columns, outcomes, strict=True):
+            result = replace(evaluated.result, outcome=outcome)
+            attempts.append(replace(evaluated, result=result).attempt())
+    return attempts
 
 
 class _LineRunner:
@@ -151,6 +229,8 @@ class _LineRunner:
 
     def __init__(self, *, timeout: float, pricing: Mapping[str, Price], clock: Clock, root: Path):
         self._root = root
+        self._held: list[_Evaluated] = []
+        """Lines whose test has a max-score: compared with their test's other columns last."""
         self._node = NodeRuntime()
         self._tools = RowTools(
             node=self._node, env=dict(os.environ), timeout=timeout, pricing=pricing, clock=clock,
@@ -168,7 +248,7 @@ class _LineRunner:
         caller: Caller | None,
         judge: JudgeFn | None,
         judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None,
-    ) -> Attempt:
+    ) -> Attempt | None:
         # the files of the project, and those of the config it was imported from (named by
         # the user who imported it: its folder, or the repository that holds it)
         roots = [root_for(suite_path, root=self._root)]
@@ -176,10 +256,18 @@ class _LineRunner:
             config = suite_path.parent / meta.promptfoo.config
             roots.append(root_for(config, root=self._root))
         with reading_inside(*roots):
-            return await run_promptfoo_line(
+            evaluated = await _evaluate_line(
                 case, rep, suite=suite, suite_path=suite_path, meta=meta, caller=caller,
                 tools=self._tools, judge=judge, judge_blocks=judge_blocks,
             )  # fmt: skip
+        if max_score_of(evaluated.row.assertions) is not None:
+            self._held.append(evaluated)
+            return None
+        return evaluated.attempt()
+
+    async def finish(self) -> list[Attempt]:
+        held, self._held = self._held, []
+        return _compare_held(held)
 
     async def aclose(self) -> None:
         await self._node.aclose()
