@@ -12,7 +12,6 @@ from types import TracebackType
 from typing import Literal, TextIO
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -56,6 +55,8 @@ def echo_markdown(text: str, *, raw: bool = False) -> None:
     if raw or not sys.stdout.isatty():
         print(text, flush=True)
         return
+    from rich.markdown import Markdown  # here: it loads a markdown parser (~30 ms a start)
+
     Console().print(Markdown(text))
 
 

@@ -38,10 +38,6 @@ from coalmine.evals.plan import (
 )
 from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
 from coalmine.evals.summary import STDERR_MARK, gate_in_words
-from coalmine.promptfoo.output import promptfoo_document, render_table, rows_json
-from coalmine.promptfoo.report import dump_promptfoo_output
-from coalmine.promptfoo.run import run_promptfoo
-from coalmine.promptfoo.stored import stored_document
 from coalmine.results import EvalSuiteResult
 from coalmine.store.runs import Store
 
@@ -205,6 +201,9 @@ def run_command(
                 )
             )  # fmt: skip
         if as_promptfoo:
+            from coalmine.promptfoo.report import dump_promptfoo_output
+            from coalmine.promptfoo.stored import stored_document
+
             document = dump_promptfoo_output(
                 stored_document(store, outcome.run_id, plan.suites, output_path=output_file)
             )
@@ -264,6 +263,11 @@ def _run_promptfoo(
     no_judge: bool,
 ) -> int:
     """Run a promptfoo config and print (or write) its rows; return the exit code."""
+    # imported here: a run of coalmine suites does not load the promptfoo package (~0.2 s)
+    from coalmine.promptfoo.output import promptfoo_document, render_table, rows_json
+    from coalmine.promptfoo.report import dump_promptfoo_output
+    from coalmine.promptfoo.run import run_promptfoo
+
     with make_display(display) as hooks:
         run = anyio.run(
             partial(
