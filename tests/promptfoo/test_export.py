@@ -514,3 +514,27 @@ def test_live_promptfoo_reads_an_exported_prompt_file_whole(promptfoo: str, tmp_
     [row] = run_real_promptfoo(promptfoo, out, tmp_path)["results"]["results"]
     assert row["prompt"]["raw"] == row["response"]["output"] == " padded\\path "
     assert (row["prompt"]["label"], row["prompt"]["config"]) == ("padded", {"temperature": 0})
+
+
+def test_a_stored_output_is_exported_with_a_note_that_the_config_holds_one_column(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "source"
+    folder.mkdir()
+    (folder / "promptfooconfig.yaml").write_text(
+        "prompts: ['{{ q }} {{ prev }}']\nproviders: [echo]\ntests:\n"
+        "  - vars: {q: a}\n    options: {storeOutputAs: prev}\n  - vars: {q: b}\n",
+        encoding="utf-8",
+    )
+    project = tmp_path / "project"
+    config = copied_into(folder / "promptfooconfig.yaml", project)
+    code, output = run_main("import", "promptfoo", str(config), "--out", str(project))
+    assert code in (0, 1), output
+    assert "options.storeOutputAs 'prev'" in output
+    suite = next((project / "harness" / "evals").glob("*.yaml")).stem
+    out = tmp_path / "exported" / "promptfooconfig.yaml"
+    code, output = export(project, suite, out)
+    assert code == 1, output  # exported, with what may read differently listed
+    assert "options.storeOutputAs: the config holds this suite's column only" in output
+    exported = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert exported["tests"][0]["options"] == {"storeOutputAs": "prev"}
