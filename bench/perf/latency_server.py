@@ -4,7 +4,10 @@ Run: python bench/perf/latency_server.py --latency 0.1 [--port 0]
 Prints ``PORT <n>`` on stdout once listening. It is plain asyncio over raw streams (HTTP/1.1,
 keep-alive, Content-Length bodies only), so that it spends next to nothing per request and a
 benchmark measures the harness, not the server. It answers with the prompt's last word, so a
-suite can grade the answers.
+suite can grade the answers. ``GET /stats`` answers its counts as JSON: ``requests``,
+``max_in_flight``, and ``first_in``/``last_out`` (``time.time()`` of the first request read and
+of the last answer written: a client's wall time minus their span is what it spent outside the
+requests).
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ import argparse
 import asyncio
 import json
 import sys
+import time
+
+STATS = {"requests": 0, "in_flight": 0, "max_in_flight": 0, "first_in": None, "last_out": None}
 
 
 async def handle(
@@ -26,6 +32,15 @@ async def handle(
                 if line[:15].lower() == b"content-length:":
                     length = int(line[15:])
             body = await reader.readexactly(length) if length else b""
+            if head.startswith(b"GET /stats"):
+                _answer(writer, json.dumps(STATS).encode())
+                await writer.drain()
+                continue
+            STATS["requests"] += 1
+            STATS["in_flight"] += 1
+            STATS["max_in_flight"] = max(STATS["max_in_flight"], STATS["in_flight"])
+            if STATS["first_in"] is None:
+                STATS["first_in"] = time.time()
             prompt = json.loads(body)["messages"][-1]["content"] if body else ""
             if latency:
                 await asyncio.sleep(latency)
@@ -45,17 +60,23 @@ async def handle(
                     "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
                 }
             ).encode()
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                + str(len(payload)).encode()
-                + b"\r\n\r\n"
-                + payload
-            )
+            STATS["in_flight"] -= 1
+            STATS["last_out"] = time.time()
+            _answer(writer, payload)
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
     finally:
         writer.close()
+
+
+def _answer(writer: asyncio.StreamWriter, payload: bytes) -> None:
+    writer.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+        + str(len(payload)).encode()
+        + b"\r\n\r\n"
+        + payload
+    )
 
 
 async def main() -> None:
