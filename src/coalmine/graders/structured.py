@@ -23,12 +23,8 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -38,7 +34,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from referencing.exceptions import Unresolvable
 
 from coalmine._util.jsonpath import (
     PathNotFound,
@@ -52,6 +47,9 @@ from coalmine._util.jsonpath import (
 from coalmine.errors import GradeError
 from coalmine.graders.base import CaseInputs, GradeContext, grader, value_or_expected
 from coalmine.results import Grade
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 _SHOWN = 200
 _CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
@@ -68,6 +66,12 @@ def _shorten(text: str) -> str:
 @functools.lru_cache(maxsize=256)
 def _validator(schema_text: str) -> Validator:
     """The validator of a schema (as canonical JSON); ``ValueError`` for an invalid schema."""
+    # jsonschema is imported when a schema is first checked: every run loads the built-in
+    # graders, and most never check one (~25 ms of each start-up)
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
     schema = json.loads(schema_text)
     cls = validator_for(schema, default=Draft202012Validator)
     try:
@@ -79,6 +83,9 @@ def _validator(schema_text: str) -> Validator:
 
 def _schema_problem(schema: dict[str, Any] | bool, value: Any, grader_name: str) -> str | None:
     """Why ``value`` does not fit ``schema`` (the most relevant error), or ``None`` if it does."""
+    from jsonschema.exceptions import best_match
+    from referencing.exceptions import Unresolvable
+
     try:
         error = best_match(_validator(json.dumps(schema, sort_keys=True)).iter_errors(value))
     except Unresolvable as exc:
