@@ -27,7 +27,7 @@ without a grade to compare) coalmine says so: :func:`max_score_problem` before a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -45,7 +45,9 @@ from coalmine.promptfoo.scoring import (
 
 __all__ = [
     "MAX_SCORE",
+    "Compared",
     "check_max_scores",
+    "compare_tests",
     "compare_rows",
     "max_score_of",
     "max_score_problem",
@@ -174,6 +176,40 @@ def _aggregate(grading: RowScore, options: _Options) -> _Aggregate | None:
     if options.method != "sum":
         total = total / weights if weights > 0 else 0.0
     return _Aggregate(total, len(relevant), weights)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One graded row, as :func:`compare_tests` groups it."""
+
+    test: Hashable
+    """Its test (rows of one test, and one repeat, are compared with each other)."""
+    column: int
+    """Its ``promptIdx``."""
+    assertions: Sequence[Assertion]
+    outcome: RowOutcome
+
+
+def compare_tests(rows: Sequence[Compared]) -> list[RowOutcome]:
+    """Each row's outcome once its test's ``max-score`` (if any) compared it, in ``rows`` order.
+
+    The one step after every row ran, for a direct run and for an imported run's held lines.
+    """
+    outcomes = [row.outcome for row in rows]
+    by_test: dict[Hashable, list[int]] = {}
+    for index, row in enumerate(rows):
+        by_test.setdefault(row.test, []).append(index)
+    for indexes in by_test.values():
+        indexes.sort(key=lambda i: rows[i].column)
+        assertion = max_score_of(rows[indexes[0]].assertions)
+        if assertion is None:
+            continue
+        compared = compare_rows(
+            [outcomes[i] for i in indexes], assertion, columns=[rows[i].column for i in indexes]
+        )
+        for index, outcome in zip(indexes, compared, strict=True):
+            outcomes[index] = outcome
+    return outcomes
 
 
 def compare_rows(

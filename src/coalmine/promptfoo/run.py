@@ -41,7 +41,7 @@ from coalmine.engine.grading import judge_fn_for
 from coalmine.engine.wiring import Wiring, secret_values
 from coalmine.errors import CoalmineError, ConfigError
 from coalmine.graders.base import JudgeFn
-from coalmine.promptfoo.comparison import check_max_scores, compare_rows, max_score_of
+from coalmine.promptfoo.comparison import Compared, check_max_scores, compare_tests
 from coalmine.promptfoo.config_code import RunConfigCode
 from coalmine.promptfoo.importer import plain_data
 from coalmine.promptfoo.matrix import Matrix, ProviderRef, Row, load_matrix
@@ -278,22 +278,15 @@ class _Counts:
 
 
 def _compared(rows: list[RunRow]) -> list[RunRow]:
-    """The rows once each test's ``max-score`` compared them (``rows`` by test, then column)."""
-    by_test: dict[int, list[int]] = {}
-    for index, ran in enumerate(rows):
-        by_test.setdefault(ran.row.test_idx, []).append(index)
-    for indexes in by_test.values():
-        assertion = max_score_of(rows[indexes[0]].row.test.assertions)
-        if assertion is None:
-            continue
-        outcomes = compare_rows(
-            [rows[i].result.outcome for i in indexes],
-            assertion,
-            columns=[rows[i].row.prompt_idx for i in indexes],
-        )
-        for index, outcome in zip(indexes, outcomes, strict=True):
-            rows[index] = replace(rows[index], result=replace(rows[index].result, outcome=outcome))
-    return rows
+    """The rows once each test's ``max-score`` compared them."""
+    outcomes = compare_tests(
+        [Compared(r.row.test_idx, r.row.prompt_idx, r.row.test.assertions, r.result.outcome)
+         for r in rows]
+    )  # fmt: skip
+    return [
+        r if outcome is r.result.outcome else replace(r, result=replace(r.result, outcome=outcome))
+        for r, outcome in zip(rows, outcomes, strict=True)
+    ]
 
 
 def build_agents(

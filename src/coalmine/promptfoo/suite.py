@@ -2,7 +2,7 @@
 
 The eval engine (:mod:`coalmine.evals.run`) knows promptfoo only as the compat kind registered
 here (:data:`PROMPTFOO`, through :mod:`coalmine.evals.compat`): it hands each line of an
-imported suite to its runner, which calls :func:`run_promptfoo_line`. The line is evaluated by
+imported suite to its runner (:class:`_LineRunner`). The line is evaluated by
 the same :func:`~coalmine.promptfoo.row.evaluate_row` as ``eval run --promptfoo`` (Nunjucks
 rendering, ``providerOutput``, transforms, assertions, promptfoo's scoring), and its verdict
 becomes an :class:`~coalmine.store.evals.Attempt`, so imported suites get the store, resume,
@@ -50,7 +50,7 @@ from coalmine.graders.base import JudgeFn
 from coalmine.promptfoo.assertion import Assertion
 from coalmine.promptfoo.assertions import JUDGED, map_assertion
 from coalmine.promptfoo.checking import output_text
-from coalmine.promptfoo.comparison import compare_rows, max_score_of
+from coalmine.promptfoo.comparison import Compared, compare_tests, max_score_of
 from coalmine.promptfoo.grading import grading_result
 from coalmine.promptfoo.matrix.prepared import PromptCode, as_test_case, unsupported_reason
 from coalmine.promptfoo.matrix.sources import reading_inside
@@ -70,7 +70,6 @@ __all__ = [
     "line_graders",
     "line_needs_judge",
     "line_test_case",
-    "run_promptfoo_line",
     "suite_base_dir",
 ]
 
@@ -121,32 +120,6 @@ def suite_base_dir(meta: SuiteMeta, suite_path: Path) -> Path:
     return (suite_path.parent / meta.promptfoo.base_dir).resolve()
 
 
-async def run_promptfoo_line(
-    case: SuiteCase,
-    rep: int,
-    *,
-    suite: str,
-    suite_path: Path,
-    meta: SuiteMeta,
-    caller: Caller | None,
-    tools: RowTools,
-    judge: JudgeFn | None,
-    judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None = None,
-) -> Attempt:
-    """Evaluate one line of a compat suite and return it as an attempt to store.
-
-    The record is not yet scrubbed of secrets: the engine scrubs every attempt's record.
-    ``judge_blocks(type, config)`` says whether a judge grader may fail the suite (coalmine's
-    calibration policy): a row that failed on such assertions only is kept as promptfoo's
-    FAIL, but advisory. A ``max-score`` is not compared here (see :class:`_LineRunner`).
-    """
-    evaluated = await _evaluate_line(
-        case, rep, suite=suite, suite_path=suite_path, meta=meta, caller=caller, tools=tools,
-        judge=judge, judge_blocks=judge_blocks,
-    )  # fmt: skip
-    return evaluated.attempt()
-
-
 @dataclass(frozen=True, kw_only=True)
 class _Evaluated:
     """A line's row, evaluated: what its attempt is made of."""
@@ -186,6 +159,12 @@ async def _evaluate_line(
     judge: JudgeFn | None,
     judge_blocks: Callable[[str, Mapping[str, Any]], bool] | None,
 ) -> _Evaluated:
+    """Evaluate one line of a compat suite; its attempt's record is scrubbed by the engine.
+
+    ``judge_blocks(type, config)`` says whether a judge grader may fail the suite (coalmine's
+    calibration policy): a row that failed on such assertions only is kept as promptfoo's
+    FAIL, but advisory. A ``max-score`` is not compared here (see :class:`_LineRunner`).
+    """
     line, source = case.promptfoo, meta.promptfoo
     assert line is not None and source is not None
     row = _row(case, line, source, meta, suite, suite_path, rep)
@@ -204,24 +183,15 @@ def _compare_held(held: list[_Evaluated]) -> list[Attempt]:
 
     A test is its config's ``testIdx`` in one repeat; its columns are compared by ``promptIdx``.
     """
-    tests: dict[tuple[Path, int, int], list[_Evaluated]] = {}
-    for evaluated in held:
-        key = (evaluated.config, evaluated.row.test_idx, evaluated.rep)
-        tests.setdefault(key, []).append(evaluated)
-    attempts = []
-    for columns in tests.values():
-        columns.sort(key=lambda e: e.row.prompt_idx)
-        assertion = max_score_of(columns[0].row.assertions)
-        assert assertion is not None
-        outcomes = compare_rows(
-            [e.result.outcome for e in columns],
-            assertion,
-            columns=[e.row.prompt_idx for e in columns],
-        )
-        for evaluated, outcome in zip(columns, outcomes, strict=True):
-            result = replace(evaluated.result, outcome=outcome)
-            attempts.append(replace(evaluated, result=result).attempt())
-    return attempts
+    outcomes = compare_tests([
+        Compared((e.config, e.row.test_idx, e.rep), e.row.prompt_idx, e.row.assertions,
+                 e.result.outcome)
+        for e in held
+    ])  # fmt: skip
+    return [
+        replace(e, result=replace(e.result, outcome=outcome)).attempt()
+        for e, outcome in zip(held, outcomes, strict=True)
+    ]
 
 
 class _LineRunner:
