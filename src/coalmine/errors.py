@@ -203,6 +203,13 @@ class RunError(CoalmineError):
         super().__init__(message)
 
 
+class WorkerError(CoalmineError):
+    """A worker of a sharded run failed: its engine could not open, or it met an error.
+
+    The message is the worker's own, scrubbed of the run's secrets.
+    """
+
+
 class Interrupted(CoalmineError):
     """The run was interrupted; the results that finished were written."""
 

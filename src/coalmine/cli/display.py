@@ -144,10 +144,12 @@ class PlainDisplay(Display):
         self._eval_next = 0.0
         self._eval_printed_last = False
         resumed = f", {event.resumed} done before" if event.resumed else ""
+        where = f" on {event.workers}" if event.workers else ""
         print(
             f"coalmine: running {counted(event.total, 'case run', 'case runs')} of "
             f"{counted(len(event.suites), 'suite', 'suites')} "
-            f"at concurrency {event.concurrency}{resumed} (judge: {event.judge or 'none'})",
+            f"at concurrency {event.concurrency}{where}{resumed} "
+            f"(judge: {event.judge or 'none'})",
             file=self.stream,
             flush=True,
         )
@@ -308,7 +310,8 @@ class JsonlDisplay(Display):
         """Emit ``eval_start``."""
         self._emit(
             {"event": "eval_start", "total": event.total, "resumed": event.resumed,
-             "suites": list(event.suites), "bad_lines": event.bad_lines}
+             "suites": list(event.suites), "bad_lines": event.bad_lines,
+             "workers": event.workers}
         )  # fmt: skip
 
     async def on_eval_progress(self, event: EvalProgress) -> None:

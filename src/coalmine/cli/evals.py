@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -16,6 +17,8 @@ from coalmine._util.files import write_file
 from coalmine._util.words import counted
 from coalmine.cli.display import DisplayType, make_display
 from coalmine.cli.options import (
+    address_option,
+    backend_option,
     blocking_gate_option,
     cache_option,
     display_option,
@@ -26,6 +29,7 @@ from coalmine.cli.options import (
     root_option,
     shown_path,
     store_option,
+    workers_option,
 )
 from coalmine.engine.history import require_project_config, resumable_run
 from coalmine.errors import ConfigError, UsageError
@@ -37,9 +41,14 @@ from coalmine.evals.plan import (
     require_eval_judge,
 )
 from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
+from coalmine.evals.shard import AUTO_MIN_CONCURRENCY, choose_workers
 from coalmine.evals.summary import STDERR_MARK, gate_in_words
 from coalmine.results import EvalSuiteResult
 from coalmine.store.runs import Store
+
+if TYPE_CHECKING:
+    from coalmine.backends.processes import ProcessShard
+    from coalmine.backends.shards import Backend
 
 
 @click.group("eval")
@@ -109,6 +118,9 @@ def eval_group() -> None:
 @display_option
 @judge_reruns_option
 @blocking_gate_option
+@workers_option
+@backend_option
+@address_option
 def run_command(
     suites: tuple[str, ...],
     root: Path,
@@ -130,6 +142,9 @@ def run_command(
     display: DisplayType,
     judge_reruns: int,
     blocking_gate: str | None,
+    workers: int | None,
+    backend: str,
+    address: str | None,
 ) -> int:
     """Run eval suites: every harness/evals/*.jsonl, or the SUITES named (names or paths).
 
@@ -152,6 +167,8 @@ def run_command(
             "--replay": replay_from,
             "--cache": cache,
             "--judge-reruns": judge_reruns > 1,
+            "--workers": workers,
+            "--backend ray": backend == "ray",
         }
         clash = [name for name, value in given.items() if value]
         if clash:
@@ -162,6 +179,9 @@ def run_command(
         )  # fmt: skip
     if record_to is not None and replay_from is not None:
         raise UsageError("--record and --replay exclude each other: record once, then replay")
+    if address is not None and backend != "ray":
+        raise UsageError("--address names a Ray cluster: it goes with --backend ray")
+    spawned = _spawn_early(workers, backend, concurrency, cache or record_to or replay_from)
     config = require_project_config(root)
     selection = Selection(filters, limit, shuffle, repeats, reducer)
     store = Store.open(store_path or config.store_path)
@@ -192,12 +212,17 @@ def run_command(
             exc.hint = "or pass --no-judge to skip judge graders for this run"
             raise
         use_cache = config.cache if cache is None else cache
+        count, where = _workers(
+            plan, workers, backend, address, concurrency=concurrency, cache=use_cache,
+            cassette=record_to or replay_from, spawned=spawned,
+        )  # fmt: skip
         with make_display(display) as hooks:
             outcome = anyio.run(
                 partial(
                     _run, plan, store=store, concurrency=concurrency, resume=resume_id,
                     no_judge=no_judge, cache=use_cache, hooks=[hooks], command_line=sys.argv,
                     judge_reruns=judge_reruns, record=record_to, replay=replay_from,
+                    workers=count, backend=where,
                 )
             )  # fmt: skip
         if as_promptfoo:
@@ -226,6 +251,8 @@ def run_command(
             click.echo(f"error: {bad}", err=True)
         if len(suite.index.bad) > 20:
             click.echo(f"error: … and {len(suite.index.bad) - 20} more bad lines", err=True)
+    for why in outcome.lost:
+        click.echo(f"note: lost {why}; its unfinished cases ran on the others", err=True)
     if outcome.interrupted:
         click.echo(
             f"interrupted: finished cases are stored; resume with: "
@@ -233,6 +260,68 @@ def run_command(
             err=True,
         )
     return outcome.exit_code
+
+
+def _workers(
+    plan: EvalPlan,
+    workers: int | None,
+    backend: str,
+    address: str | None,
+    *,
+    concurrency: int,
+    cache: bool,
+    cassette: Path | None,
+    spawned: list[ProcessShard],
+) -> tuple[int, Backend | None]:
+    """How many engines the run gets, and on what (a note says when it is fewer than asked)."""
+    from coalmine.backends.shards import Backend
+
+    one_process = None
+    if cache:
+        one_process = "--cache runs in one process (the cache is the store's)"
+    elif cassette is not None:
+        one_process = "--record and --replay run in one process (one cassette file)"
+    if backend == "ray":
+        if one_process is not None:
+            raise UsageError(f"--backend ray: {one_process}; drop one of them")
+        if workers is None:
+            from coalmine.backends.ray import cluster_cpus
+
+            workers = cluster_cpus(address, plan.config.root)
+        count, note = choose_workers(plan, workers, concurrency=concurrency, one_process=None)
+        where: Backend | None = Backend("ray", address, plan.config.root)
+    else:
+        count, note = choose_workers(
+            plan, workers, concurrency=concurrency, one_process=one_process
+        )
+        where = Backend(spawned=spawned) if count > 1 else None
+    if where is None:
+        for worker in spawned:
+            worker.process.terminate()  # spawned for nothing: the run stays in one process
+    if note:
+        click.echo(f"note: {note}", err=True)
+    return count, where
+
+
+def _spawn_early(
+    workers: int | None, backend: str, concurrency: int, one_process: object
+) -> list[ProcessShard]:
+    """Worker processes started before the run is planned, when it will likely want them.
+
+    Their start-up (Python and coalmine's imports) then overlaps the driver's planning; one
+    that the plan turns out not to need is ended.
+    """
+    if backend != "local" or one_process:
+        return []
+    wanted = workers
+    if wanted is None and concurrency >= AUTO_MIN_CONCURRENCY:
+        wanted = os.cpu_count() or 1
+    if not wanted or wanted <= 1:
+        return []
+    from coalmine.backends.processes import spawn_workers
+    from coalmine.evals.shard import ENGINE
+
+    return spawn_workers(ENGINE, [f"worker {n + 1}" for n in range(1, wanted)])
 
 
 def _require_imported(plan: EvalPlan) -> None:

@@ -101,3 +101,29 @@ def shown_path(path: Path | None) -> Path | None:
         return path.resolve().relative_to(Path(os.getcwd()).resolve())
     except ValueError:
         return path
+
+
+workers_option = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Spread the cases over N engines: worker processes (with --backend ray, actors); "
+    "every agent's limits hold across them together. Default: one per core for a run of at "
+    "least 2000 case runs at --concurrency 64 or more, else 1 (with --backend ray: the "
+    "cluster's CPUs).",
+)
+
+backend_option = click.option(
+    "--backend",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where the engines run: this machine, or a Ray cluster (pip install 'coalmine[ray]').",
+)
+
+address_option = click.option(
+    "--address",
+    metavar="auto|ray://HOST:PORT",
+    help="With --backend ray: the cluster to join (default: RAY_ADDRESS, else a local one "
+    "started for the run).",
+)

@@ -67,6 +67,8 @@ class EvalStart:
     bad_lines: int
     concurrency: int
     judge: str | None
+    workers: str | None = None
+    """Where the cases run when not in this process alone: "2 workers", "4 Ray actors"."""
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,12 @@ from __future__ import annotations
 import random
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 
 import anyio
+
+from coalmine.config import AgentConfig, Config
 
 
 class RateGate:
@@ -87,3 +90,43 @@ def backoff_delay(
         return min(cap, retry_after)
     ceiling = min(cap, base * 2 ** (attempt - 1))
     return (rng or random).uniform(0.0, ceiling)
+
+
+def split_count(total: int, index: int, count: int) -> int:
+    """Shard ``index``'s part of ``total`` over ``count`` shards (the parts sum to ``total``)."""
+    return total // count + (1 if index < total % count else 0)
+
+
+def shard_config(config: Config, index: int, count: int) -> Config:
+    """``config`` with each agent's limits cut to shard ``index``'s part of ``count``.
+
+    ``max_concurrency`` is split in whole calls and ``requests_per_minute`` and
+    ``tokens_per_minute`` evenly, so the shards together never exceed an agent's limits (the
+    driver runs no more shards than the smallest ``max_concurrency``). The judge keeps being the
+    agent of its name when it is one, so its calls share that agent's part.
+    """
+
+    def cut(agent: AgentConfig) -> AgentConfig:
+        p = agent.policy
+        update: dict[str, float | int] = {}
+        if p.max_concurrency:
+            update["max_concurrency"] = max(1, split_count(p.max_concurrency, index, count))
+        if p.requests_per_minute:
+            update["requests_per_minute"] = p.requests_per_minute / count
+        if p.tokens_per_minute:
+            update["tokens_per_minute"] = p.tokens_per_minute / count
+        return replace(agent, policy=p.model_copy(update=update)) if update else agent
+
+    agents = {name: cut(agent) for name, agent in config.agents.items()}
+    judge = config.judge
+    if judge is not None:
+        judge = agents[judge.name] if config.agents.get(judge.name) is judge else cut(judge)
+    return replace(config, agents=agents, judge=judge)
+
+
+def most_shards(agents: Iterable[AgentConfig | None]) -> int | None:
+    """The most shards ``agents`` allow: the smallest ``max_concurrency`` (None: no limit)."""
+    limits = [
+        a.policy.max_concurrency for a in agents if a is not None and a.policy.max_concurrency
+    ]
+    return min(limits) if limits else None

@@ -16,13 +16,18 @@ One case run is :mod:`coalmine.evals.attempt`.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
 import anyio
 
 from coalmine._util.clock import Clock, SystemClock
+from coalmine._util.secrets import redact
+from coalmine.backends.engine import EngineSpec
+from coalmine.backends.shards import Backend, run_sharded
 from coalmine.engine.call import Caller
 from coalmine.engine.events import EvalEnd, EvalProgress, EvalStart, Hooks, LessonsRecalled, emit
 from coalmine.engine.execute import periodically, run_bounded
@@ -45,6 +50,7 @@ from coalmine.evals.attempt import RunEnv, SuiteRun, finish_compat_attempts, run
 from coalmine.evals.compat import CompatRunner, get_compat_kind
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
 from coalmine.evals.plan import EvalPlan, plan_agents, require_eval_judge
+from coalmine.evals.shard import ENGINE, CaseItem, shard_capacity, shard_spec
 from coalmine.evals.summary import write_suite_result
 from coalmine.lessons.recall import merge_recalled
 from coalmine.providers.replay import Cassette
@@ -76,6 +82,8 @@ class EvalOutcome:
     paths: list[Path]
     exit_code: int
     interrupted: bool
+    lost: list[str] = field(default_factory=list)
+    """Why each shard lost mid-run was lost (its cases ran on the others)."""
 
     def __repr__(self) -> str:
         return f"EvalOutcome(run_id={self.run_id!r}, suites={len(self.suites)})"
@@ -109,11 +117,15 @@ async def run_evals(
     command_line: Sequence[str] = (),
     record: Path | None = None,
     replay: Path | None = None,
+    workers: int = 1,
+    backend: Backend | None = None,
 ) -> EvalOutcome:
     """Run every selected case of ``plan``; store, summarise and write each suite's result.
 
     ``record`` writes every answer agents and the judge give to a cassette; ``replay``
     answers every call from one (nothing is called; repeats get the recorded answer).
+    ``workers`` above 1 spreads the cases over that many shards on ``backend`` (worker
+    processes by default; :func:`~coalmine.evals.shard.choose_workers` says how many may run).
 
     ``stop`` stops the run gracefully: no case starts after it, and the cases in flight finish
     (so a resumed run never calls a case twice). ``cancel`` stops it at once: the cases in
@@ -165,6 +177,11 @@ async def run_evals(
         writer = AttemptWriter(store, run_id)
         counts = _Counts()
         total = plan.attempts
+        lost: list[str] = []
+        spec = shard_spec(
+            plan, gate, no_judge=no_judge, judge_reruns=judge_reruns,
+            root="." if backend is not None and backend.kind == "ray" else str(config.root),
+        )  # fmt: skip
         env = RunEnv(
             config.agents,
             functions,
@@ -181,9 +198,10 @@ async def run_evals(
             compat,
         )
 
-        def items() -> Iterator[tuple[SuiteRun, SuiteCase, int]]:
+        def todo() -> Iterator[tuple[int, BinaryIO, int, int]]:
+            """(suite, its file, position, repeat) of every case run left, until a stop."""
             nonlocal exhausted
-            for suite in suites:
+            for at, suite in enumerate(suites):
                 index = suite.planned.index
                 with index.path.open("rb") as handle:
                     for position in range(len(index)):
@@ -193,19 +211,35 @@ async def run_evals(
                             for r in range(suite.planned.repeats)
                             if (suite.planned.name, case_id, r) not in done
                         ]
-                        if not reps:
-                            continue
-                        case = index.read(position, handle)
                         for rep in reps:
                             if stop.is_set():
                                 return
-                            yield suite, case, rep
+                            yield at, handle, position, rep
             exhausted = True
+
+        def items() -> Iterator[tuple[SuiteRun, SuiteCase, int]]:
+            read: tuple[int, int, SuiteCase] | None = None
+            for at, handle, position, rep in todo():
+                if read is None or read[:2] != (at, position):  # a case's repeats read it once
+                    read = at, position, suites[at].planned.index.read(position, handle)
+                yield suites[at], read[2], rep
+
+        def lines() -> Iterator[CaseItem]:
+            read: tuple[int, int, str] | None = None
+            for at, handle, position, rep in todo():
+                index = suites[at].planned.index
+                if read is None or read[:2] != (at, position):
+                    read = at, position, index.raw(position, handle)
+                yield at, index.lines[position], read[2], index.ids[position], rep
 
         async def work(_: int, item: tuple[SuiteRun, SuiteCase, int]) -> None:
             suite, case, rep = item
             attempt = await run_attempt(suite, case, rep, env)
             if attempt is not None:  # None: its compat runner holds it until every line ran
+                await add(attempt)
+
+        async def added(_: CaseItem, attempt: Attempt | None) -> None:
+            if attempt is not None:
                 await add(attempt)
 
         async def add(attempt: Attempt) -> None:
@@ -242,6 +276,7 @@ async def run_evals(
                 bad_lines=sum(len(s.index.bad) for s in plan.suites),
                 concurrency=concurrency,
                 judge=judge_info.describe(),
+                workers=_describe_workers(workers, backend),
             ),
         )
         interrupted = False
@@ -249,7 +284,20 @@ async def run_evals(
             # what finished is kept within the writer's interval, and at the end whatever stopped it
             with recording_run_agents(store, run_id):
                 async with periodically(writer.flush, every=writer.interval):
-                    cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
+                    if workers > 1:
+                        engines = [
+                            EngineSpec(
+                                ENGINE, spec, i, workers, shard_capacity(concurrency, i, workers)
+                            )
+                            for i in range(workers)
+                        ]
+                        cancelled = await run_sharded(
+                            backend or Backend(), engines, lines(), added, stop=stop,
+                            cancel=cancel, scrub=partial(redact, secrets=list(secrets)),
+                            lost=lost,
+                        )  # fmt: skip
+                    else:
+                        cancelled = await run_bounded(items(), work, jobs=concurrency, stop=cancel)
                     if not cancelled and exhausted:
                         for attempt in await finish_compat_attempts(env):
                             await add(attempt)
@@ -289,7 +337,14 @@ async def run_evals(
         )
         code = eval_exit_code(results, plan, interrupted)
         await emit(hooks, "on_eval_end", EvalEnd(run_id, tuple(results), tuple(paths), interrupted))
-        return EvalOutcome(run_id, results, paths, code, interrupted)
+        return EvalOutcome(run_id, results, paths, code, interrupted, lost)
+
+
+def _describe_workers(workers: int, backend: Backend | None) -> str | None:
+    """Where the cases run, when not in this process alone ("2 workers", "4 Ray actors")."""
+    if backend is not None and backend.kind == "ray":
+        return f"{workers} Ray actor{'s' if workers != 1 else ''}"
+    return f"{workers} workers" if workers > 1 else None
 
 
 def _progress(counts: _Counts, total: int, resumed: int) -> EvalProgress:

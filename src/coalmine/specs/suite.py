@@ -195,22 +195,42 @@ class SuiteIndex:
         Raises:
             SourceError: the line no longer holds that case (the file changed under the run).
         """
-        line, offset = self.lines[position], self.offsets[position]
         if handle is None:
             with self.path.open("rb") as own:
                 return self.read(position, own)
-        handle.seek(offset)
-        raw = handle.readline().decode("utf-8", errors="replace")
+        return self.parse(self.raw(position, handle), self.lines[position], self.ids[position])
+
+    def raw(self, position: int, handle: BinaryIO) -> str:
+        """The text of the line of the case at ``position``, as the file holds it now."""
+        handle.seek(self.offsets[position])
+        return handle.readline().decode("utf-8", errors="replace")
+
+    def parse(self, raw: str, line: int, case_id: str) -> SuiteCase:
+        """The case ``case_id`` from its line's text (already checked by a scan).
+
+        Raises:
+            SourceError: the line no longer holds that case (the file changed under the run).
+        """
         found = _load_line(
             raw, line, self.path, self.meta, self.template, self.grader_configs, check=False
         )
-        if isinstance(found, BadLine) or found.case.id != self.ids[position]:
+        if isinstance(found, BadLine) or found.case.id != case_id:
             raise SourceError(
-                f"the suite changed while it ran: case {self.ids[position]!r} is gone",
+                f"the suite changed while it ran: case {case_id!r} is gone",
                 path=self.path,
                 line=line,
             )
         return found
+
+
+def open_suite_index(path: Path, *, grader_configs: Mapping[str, type[BaseModel]]) -> SuiteIndex:
+    """A suite's defaults alone, to parse lines another process scanned (no line is read).
+
+    Raises:
+        SourceError: the suite's YAML is unreadable or invalid.
+    """
+    meta, template = _load_meta(path.with_suffix(".yaml"), grader_configs)
+    return SuiteIndex(path.stem, path, meta, template, grader_configs)
 
 
 def load_suite(path: Path, *, grader_configs: Mapping[str, type[BaseModel]]) -> Suite:
