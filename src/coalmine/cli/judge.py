@@ -13,7 +13,14 @@ import anyio
 import click
 
 from coalmine._util.files import write_file
-from coalmine.cli.options import root_option, store_option
+from coalmine.backends.shards import Backend
+from coalmine.cli.options import (
+    address_option,
+    backend_option,
+    root_option,
+    store_option,
+    workers_option,
+)
 from coalmine.engine.grading import judge_fn_for
 from coalmine.engine.history import open_store, project_config
 from coalmine.engine.wiring import Wiring, secret_values
@@ -62,6 +69,9 @@ _format_option = click.option(
     help="Skip asking about each held-out output padded with filler.",
 )  # fmt: skip
 @_format_option
+@workers_option
+@backend_option
+@address_option
 def calibrate_command(
     labels: Path,
     root: Path,
@@ -73,10 +83,14 @@ def calibrate_command(
     no_cache: bool,
     no_verbosity_check: bool,
     fmt: str,
+    workers: int | None,
+    backend: str,
+    address: str | None,
 ) -> int:
     """Judge every item of LABELS (JSONL), compare with the humans, store the record.
 
-    Exit 0 when the judge may block, 1 when it stays advisory, 2 on bad input.
+    With --workers N (or --backend ray) the items are judged on N engines, afresh (the cache is
+    the store's). Exit 0 when the judge may block, 1 when it stays advisory, 2 on bad input.
     """
     config = project_config(root)
     label_set = load_labels(labels)
@@ -85,13 +99,14 @@ def calibrate_command(
     if not label_set.items:
         raise UsageError(f"{labels}: no valid labelled item")
     names = [n.strip() for n in (quorum or "").split(",") if n.strip()]
+    count, where = calibration_backend(workers, backend, address, config.root)
     store = Store.open(store_path or config.store_path)
     try:
         outcome = anyio.run(
             partial(
                 calibrate, config, label_set, store=store, judge=judge_name, reruns=reruns,
                 quorum=names, concurrency=concurrency, cache=not no_cache,
-                verbosity=not no_verbosity_check,
+                verbosity=not no_verbosity_check, workers=count, backend=where,
             )
         )  # fmt: skip
     finally:
@@ -104,6 +119,27 @@ def calibrate_command(
     if label_set.bad:
         return 2
     return 0 if record["may_block"] else 1
+
+
+def calibration_backend(
+    workers: int | None, backend: str, address: str | None, root: Path
+) -> tuple[int, Backend | None]:
+    """How many engines a calibration gets (1 unless asked), and on what."""
+    if address is not None and backend != "ray":
+        raise UsageError("--address names a Ray cluster: it goes with --backend ray")
+    if backend == "ray":
+        if workers is None:
+            from coalmine.backends.ray import cluster_cpus
+
+            workers = cluster_cpus(address, root)
+        return workers, Backend("ray", address, root)
+    if not workers or workers <= 1:
+        return 1, None
+    from coalmine.backends.processes import spawn_workers
+    from coalmine.judge.shard import ENGINE
+
+    names = [f"worker {n + 1}" for n in range(1, workers)]
+    return workers, Backend(spawned=spawn_workers(ENGINE, names))
 
 
 @judge_group.command("report")

@@ -14,32 +14,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from coalmine._util.hashing import hash_text
-from coalmine.config import AgentConfig, Config
-from coalmine.engine.call import Caller
-from coalmine.engine.grading import judge_fn_for
+from coalmine.config import Config
 from coalmine.engine.wiring import Wiring, secret_values
-from coalmine.errors import ConfigError, GradeError
-from coalmine.graders.base import GradeContext
+from coalmine.errors import ConfigError
 from coalmine.graders.base import registry as graders
 from coalmine.graders.judged import judge_prompt_identity
-from coalmine.graders.llm_judge import JudgeGrade
 from coalmine.judge.calibration import JudgedItem, disagreements, summarize
+from coalmine.judge.judging import (
+    ItemVerdict,
+    Judging,
+    calibrated_agent,
+    identity_key_of,
+)
 from coalmine.judge.labels import LabelledItem, LabelSet
 from coalmine.judge.lessons import retain_calibration_lessons
-from coalmine.providers.base import CallContext
 from coalmine.store.cache import ResponseCache
 from coalmine.store.runs import Store
 
-PADDING = (
-    "\n\nTo restate the answer above in other words, for completeness: the answer above is "
-    "the answer, as written, and this paragraph adds nothing to it. " * 3
-).rstrip()
-"""Filler that adds length and nothing else (the verbosity check)."""
+if TYPE_CHECKING:
+    from coalmine.backends.shards import Backend
+
 
 OUTPUT_SCHEMAS = {"llm-judge": "llm-judge/criteria-v1", "llm-rubric": "llm-rubric/pass-score-v1"}
 
@@ -54,23 +53,6 @@ class CalibrationOutcome:
     """Ids of the lessons its disagreements with the humans were retained as."""
 
 
-def _agent(config: Config, name: str | None) -> AgentConfig:
-    if name is None:
-        if config.judge is None:
-            raise ConfigError(
-                "no judge to calibrate: configure 'judge:' or pass --judge AGENT",
-                path=config.path,
-            )
-        return config.judge
-    agent = config.agents.get(name)
-    if agent is None:
-        raise ConfigError(
-            f"no agent {name!r} to calibrate (agents: {', '.join(config.agents) or 'none'})",
-            path=config.path,
-        )
-    return agent
-
-
 async def calibrate(
     config: Config,
     labels: LabelSet,
@@ -82,8 +64,14 @@ async def calibrate(
     concurrency: int = 8,
     cache: bool = True,
     verbosity: bool = True,
+    workers: int = 1,
+    backend: Backend | None = None,
 ) -> CalibrationOutcome:
     """Judge every labelled item, compute the calibration, store its record.
+
+    ``workers`` above 1 judges the items on that many shards of ``backend`` (worker processes by
+    default, or Ray actors), each with its part of ``concurrency`` and of the judges' limits;
+    they ask afresh, for the cache is the store's, which only this process opens.
 
     Raises:
         ConfigError: no judge, an unknown agent, or a set that mixes criteria and rubrics.
@@ -96,71 +84,54 @@ async def calibrate(
             path=labels.path,
         )
     (kind,) = kinds
-    primary = _agent(config, judge)
-    others = [_agent(config, name) for name in quorum]
-    wiring = Wiring(
-        ResponseCache(store) if cache else None, tuple(secret_values(config)), None, None
-    )
-    callers = {a.name: wiring.caller(a) for a in [primary, *others]}
-    timeout = config.defaults.judge_timeout_seconds
-    replies: dict[str, list[str]] = {}
-    limiter = anyio.CapacityLimiter(concurrency)
-
-    async def grade(
-        item: LabelledItem, caller: Caller, repeat: int, output: str | None = None
-    ) -> float | None:
-        ctx = GradeContext(
-            case_id=item.id,
-            prompt=item.prompt,
-            judge=judge_fn_for(
-                caller,
-                CallContext(item.id, caller.agent.name, "calibrate"),
-                timeout,
-                repeat=repeat,
-            ),  # fmt: skip
-            inputs={"context": item.context} if item.context is not None else {},
-        )
-        grader = graders.get(kind)
-        async with limiter:
-            try:
-                grade = await grader.grade(
-                    grader.config.model_validate(item.grader_config),
-                    item.output if output is None else output,
-                    ctx,
-                )
-            except GradeError as exc:
-                texts = [getattr(c, "reply", None) for c in exc.judge_calls]
-                replies.setdefault(item.id, []).extend(t for t in texts if t)
-                return None
-        if isinstance(grade, JudgeGrade):
-            replies.setdefault(item.id, []).extend(c.reply for c in grade.calls if c.reply)
-        return grade.score
-
+    primary = calibrated_agent(config, judge)
+    others = [calibrated_agent(config, name) for name in quorum]
     judged = [JudgedItem(item, [None] * reruns) for item in labels.items]
+    replies: dict[str, list[str]] = {}
+    verdicts: list[ItemVerdict | None]
+    if workers > 1:
+        from coalmine.judge.shard import judge_on_shards
 
-    async def judge_item(j: JudgedItem) -> None:
-        for repeat in range(reruns):
-            j.scores[repeat] = await grade(j.item, callers[primary.name], repeat)
-        for other in others:
-            j.quorum[other.name] = await grade(j.item, callers[other.name], 0)
-        if verbosity and j.item.assigned_split == "heldout":
-            j.padded = await grade(j.item, callers[primary.name], 0, j.item.output + PADDING)
+        verdicts = await judge_on_shards(
+            config, labels.items, kind=kind, judge=judge, quorum=[a.name for a in others],
+            reruns=reruns, verbosity=verbosity, concurrency=concurrency, workers=workers,
+            backend=backend,
+        )  # fmt: skip
+        identity_key = identity_key_of(config, primary)
+    else:
+        wiring = Wiring(
+            ResponseCache(store) if cache else None, tuple(secret_values(config)), None, None
+        )
+        callers = {a.name: wiring.caller(a) for a in [primary, *others]}
+        judging = Judging(
+            callers, kind, config.defaults.judge_timeout_seconds, reruns, primary.name,
+            [a.name for a in others], verbosity, anyio.CapacityLimiter(concurrency),
+        )  # fmt: skip
+        verdicts = [None] * len(judged)
 
-    try:
-        async with anyio.create_task_group() as tg:
-            for j in judged:
-                tg.start_soon(judge_item, j)
-    finally:
-        with anyio.CancelScope(shield=True):
-            for caller in callers.values():
-                await caller.provider.aclose()
+        async def judge_item(position: int, item: LabelledItem) -> None:
+            verdicts[position] = await judging.judge(item)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for position, item in enumerate(labels.items):
+                    tg.start_soon(judge_item, position, item)
+        finally:
+            with anyio.CancelScope(shield=True):
+                for c in callers.values():
+                    await c.provider.aclose()
+        identity_key = callers[primary.name].identity_key()
+    for j, verdict in zip(judged, verdicts, strict=True):
+        assert verdict is not None
+        j.scores, j.quorum, j.padded = list(verdict.scores), dict(verdict.quorum), verdict.padded
+        if verdict.replies:
+            replies.setdefault(j.item.id, []).extend(verdict.replies)
     record = summarize(
         judged,
         default_threshold=graders.get(kind).threshold,
         limits=config.judge_calibration,
         quorum_names=[a.name for a in others],
     )
-    caller = callers[primary.name]
     identities = {
         found
         for item in labels.items
@@ -178,7 +149,7 @@ async def calibrate(
                 "provider": primary.provider,
                 "model": getattr(settings, "model", None),
                 "temperature": getattr(settings, "temperature", None),
-                "identity_key": caller.identity_key(),
+                "identity_key": identity_key,
             },
             "judge_prompt_sha256": next(iter(templates)) if len(templates) == 1 else None,
             "output_schema": OUTPUT_SCHEMAS[kind],
@@ -199,13 +170,13 @@ async def calibrate(
         }
     )
     calibration_id = store.record_calibration(
-        caller.identity_key(), may_block=bool(record["may_block"]), record=record, replies=replies
+        identity_key, may_block=bool(record["may_block"]), record=record, replies=replies
     )
     lessons = retain_calibration_lessons(
         store,
         disagreements(judged, threshold=record["threshold"]),
         judge=primary.name,
-        judge_key=caller.identity_key(),
+        judge_key=identity_key,
         labels=labels,
         root=config.root,
     )
