@@ -62,6 +62,7 @@ from coalmine.store.cache import ResponseCache
 from coalmine.store.evals import (
     Attempt,
     AttemptWriter,
+    DoneAttempts,
     done_attempts,
     end_run,
 )
@@ -377,7 +378,7 @@ def _open_run(
     clock: Clock,
     command_line: Sequence[str],
     concurrency: int,
-) -> tuple[str, datetime, set[tuple[str, str, int]]]:
+) -> tuple[str, datetime, DoneAttempts | set[tuple[str, str, int]]]:
     if resume is not None:
         info = store.get_run(resume, kind="eval")
         if info.status == "finished":

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from coalmine._source import Document, Problem, SourceError, load_yaml, read_json
 from coalmine._source import validation_problems as _validation_problems
+from coalmine._util.compact import CompactStrings, SeenIds
 from coalmine.specs.compat import Compat, PromptfooCase, PromptfooSuite
 from coalmine.specs.loader import check_graders
 from coalmine.specs.models import GraderSpec
@@ -172,7 +173,7 @@ class SuiteIndex:
     meta: SuiteMeta
     template: jinja2.Template | None
     grader_configs: Mapping[str, type[BaseModel]]
-    ids: list[str] = field(default_factory=list)
+    ids: CompactStrings = field(default_factory=CompactStrings)
     lines: array[int] = field(default_factory=lambda: array("q"))
     offsets: array[int] = field(default_factory=lambda: array("q"))
     bad: list[BadLine] = field(default_factory=list)
@@ -185,7 +186,7 @@ class SuiteIndex:
     def keep_only(self, positions: Iterable[int]) -> None:
         """Keep the selected cases at ``positions`` (in that order): a limit, a shuffle."""
         chosen = list(positions)
-        self.ids = [self.ids[i] for i in chosen]
+        self.ids = CompactStrings(self.ids[i] for i in chosen)
         self.lines = array("q", (self.lines[i] for i in chosen))
         self.offsets = array("q", (self.offsets[i] for i in chosen))
 
@@ -262,11 +263,21 @@ def scan_suite(
     """
     meta, template = _load_meta(path.with_suffix(".yaml"), grader_configs)
     index = SuiteIndex(path.stem, path, meta, template, grader_configs)
-    seen: dict[str, int] = {}
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise SourceError(f"cannot read the suite: {exc}", path=path) from None
+    again: list[BinaryIO] = []  # a second handle, opened when an id's fingerprint is met again
+
+    def id_at(offset: int) -> str | None:
+        if not again:
+            again.append(path.open("rb"))
+        again[0].seek(offset)
+        raw = again[0].readline().decode("utf-8", errors="replace")
+        found = _load_line(raw, 0, path, meta, template, grader_configs, check=False)
+        return None if isinstance(found, BadLine) else found.case.id
+
+    seen = SeenIds(id_at)
     offset = 0
     with handle:
         for number, data in enumerate(handle, 1):
@@ -287,16 +298,21 @@ def scan_suite(
             if problem is not None:
                 index.bad.append(BadLine(path, number, problem, case_id))
                 continue
-            if case_id in seen:
-                message = f"duplicate id {case_id!r} (first on line {seen[case_id]})"
+            try:
+                first = seen.first(case_id, number, start)
+            except ValueError as exc:
+                raise SourceError(f"the suite is too large to index: {exc}", path=path) from None
+            if first is not None:
+                message = f"duplicate id {case_id!r} (first on line {first})"
                 index.bad.append(BadLine(path, number, message, case_id))
                 continue
-            seen[case_id] = number
             index.valid += 1
             if select is None or select(result.case):
                 index.ids.append(case_id)
                 index.lines.append(number)
                 index.offsets.append(start)
+    for extra in again:
+        extra.close()
     if not index.valid and not index.bad:
         raise SourceError(
             "the suite has no cases (it is empty, or every line is blank): add one JSON object "
