@@ -35,7 +35,7 @@ from coalmine.results import (
 )
 from coalmine.store.evals import (
     Attempt,
-    CaseVerdict,
+    PackedVerdicts,
     iter_attempts,
     save_case_verdicts,
     save_suite_summary,
@@ -169,7 +169,7 @@ class SuiteSummary:
     providers: set[str] = field(default_factory=set)
     unstable: int = 0
     failures: list[EvalFailure] = field(default_factory=list)
-    case_verdicts: list[CaseVerdict] = field(default_factory=list)
+    case_verdicts: PackedVerdicts = field(default_factory=PackedVerdicts)
     """Each case's verdict over its repeats and their mean score (what a comparison reads)."""
 
     def grader_means(self) -> dict[str, GraderMean]:
@@ -239,7 +239,7 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
     verdict = case_verdict(a.status for a in runs)
     scores = [a.score for a in runs if a.score is not None]
     mean = sum(scores) / len(scores) if scores else None
-    s.case_verdicts.append((runs[0].case_id, verdict, mean))
+    s.case_verdicts.add(runs[0].case_id, verdict, mean)
     scored = [a for a in runs if a.status != "error"]
     case_id = runs[0].case_id
     if not scored:

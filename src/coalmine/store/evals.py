@@ -10,11 +10,12 @@ again. Summaries are computed from the rows, streamed, so memory stays flat.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -289,16 +290,61 @@ class KeptVerdicts:
     """The mean score of each case; NaN when none of its repeats had one."""
 
 
-def save_case_verdicts(store: Store, run_id: str, suite: str, cases: list[CaseVerdict]) -> None:
+class PackedVerdicts:
+    """A suite run's per-case verdicts packed as they are kept, while it is summarised.
+
+    About 20 bytes a case (the id as JSON, a letter, a float), so a suite of a million cases
+    is summarised in constant memory rather than in a million tuples.
+    """
+
+    def __init__(self, cases: Iterable[CaseVerdict] = ()):
+        self._ids = io.StringIO()
+        self._letters = io.StringIO()
+        self.scores = array("d")
+        for case in cases:
+            self.add(*case)
+
+    def add(self, case_id: str, verdict: str, mean: float | None) -> None:
+        """Keep one case's verdict (``pass``, ``fail`` or ``error``) and mean score."""
+        self._ids.write("," if self.scores else "")
+        self._ids.write(json.dumps(case_id, ensure_ascii=False))
+        self._letters.write(verdict[0].upper())
+        self.scores.append(math.nan if mean is None else mean)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def __iter__(self) -> Iterator[CaseVerdict]:
+        words = {"P": "pass", "F": "fail", "E": "error"}
+        rows = zip(self.ids_json_list(), self.letters, self.scores, strict=True)
+        for case_id, letter, score in rows:
+            yield case_id, words[letter], None if math.isnan(score) else score
+
+    def ids_json(self) -> str:
+        """The ids as a JSON array."""
+        return f"[{self._ids.getvalue()}]"
+
+    def ids_json_list(self) -> list[str]:
+        """The ids."""
+        found: list[str] = json.loads(self.ids_json())
+        return found
+
+    @property
+    def letters(self) -> str:
+        """One letter a case: ``P``, ``F`` or ``E``."""
+        return self._letters.getvalue()
+
+
+def save_case_verdicts(
+    store: Store, run_id: str, suite: str, cases: PackedVerdicts | Iterable[CaseVerdict]
+) -> None:
     """Store (or replace) the per-case verdicts of one suite of a run (ordered by case id)."""
-    ids = json.dumps([c[0] for c in cases], ensure_ascii=False, separators=(",", ":"))
-    verdicts = "".join(c[1][0] for c in cases)
-    scores = array("d", (math.nan if c[2] is None else c[2] for c in cases))
+    packed = cases if isinstance(cases, PackedVerdicts) else PackedVerdicts(cases)
     with transaction(store.conn) as c:
         c.execute(
             "INSERT OR REPLACE INTO eval_case_verdicts (run_id, suite, ids, verdicts, scores)"
             " VALUES (?, ?, ?, ?, ?)",
-            (run_id, suite, ids, verdicts, scores.tobytes()),
+            (run_id, suite, packed.ids_json(), packed.letters, packed.scores.tobytes()),
         )
 
 
