@@ -163,3 +163,45 @@ def test_a_quorum_reports_how_often_its_judges_disagree(
     assert record["verbosity_flip_rate"] is None  # the check was switched off
     table = project.run_cli("judge", "report", "--judge", "judge-strict")
     assert "quorum disagreement 0.100" in table.stdout
+
+
+@pytest.mark.slow
+def test_a_calibration_on_two_workers_gives_the_record_of_one_process(
+    project: Project, openai_server: FakeOpenAI
+) -> None:
+    setup(project, openai_server, "judge-lax")
+    asked: list[str] = []
+    scripted = openai_server.default
+
+    def counting(received: Received) -> Reply:
+        asked.append(received.body["model"])
+        return scripted(received)
+
+    openai_server.default = counting
+    _, alone = calibrate(project, "judge-lax")
+    calls_alone = len(asked)
+    proc = project.run_cli(
+        "judge", "calibrate", str(project.root / "labels" / "correctness.jsonl"),
+        "--judge", "judge-lax", "--reruns", "2", "--format", "json", "--workers", "2",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    sharded = json.loads(proc.stdout)
+    # the workers ask afresh (the cache is the store's): 100 items x 2 reruns + 60 padded
+    assert calls_alone == 260 and len(asked) - calls_alone == 260
+    volatile = {"created_at", "id"}
+    assert {k: v for k, v in sharded.items() if k not in volatile} == {
+        k: v for k, v in alone.items() if k not in volatile
+    }
+    assert sharded["id"] == alone["id"] + 1  # both are stored
+
+
+def test_address_without_the_ray_backend_is_refused(project: Project) -> None:
+    project.config({"agents": {"judge": {"provider": "openai", "model": "m",
+                                         "base_url": "http://127.0.0.1:9/v1"}}})  # fmt: skip
+    project.write("labels.jsonl", json.dumps(labelled(0)) + "\n")
+    proc = project.run_cli(
+        "judge", "calibrate", str(project.root / "labels.jsonl"), "--address", "auto"
+    )
+    assert proc.returncode == 2
+    assert "--address names a Ray cluster: it goes with --backend ray" in proc.stderr
+    assert "Traceback" not in proc.stderr
