@@ -94,8 +94,9 @@ class ProcessShard:
 
     def _keep_stderr(self) -> None:
         assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
+        with self.process.stderr as stream:  # closed at the worker's end: no fd left behind
+            for line in stream:
+                self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
 
     async def serve(self, engine: EngineSpec) -> None:
         """Open the worker's engine, then hand each answer to its batch until the worker ends."""
@@ -114,13 +115,16 @@ class ProcessShard:
         if answer is not None:
             ready.set()
             while (message := await pipe.receive()) is not None:
+                if message[0] == "failed":  # the worker's loop failed: it answers no more
+                    self._dead = self.scrub(f"the worker failed: {message[1]}")
+                    break
                 reply = self._replies.pop(message[1])
                 if message[0] == "result":
                     reply.value = message[2]
                 else:
                     reply.error = _theirs(message[2], self.name, self.scrub)
                 reply.done.set()
-        self._dead = await self._why_dead()
+        self._dead = self._dead or await self._why_dead()
         ready.set()
         for reply in self._replies.values():
             reply.error = ShardLost(self._dead)
@@ -183,8 +187,15 @@ class ProcessShard:
 
 
 def _theirs(error: BaseException, where: str, scrub: Callable[[str], str]) -> BaseException:
-    """The worker's error as the driver raises it (its message scrubbed of secrets)."""
+    """The worker's error as the driver raises it, its message scrubbed of secrets.
+
+    A ``CoalmineError`` keeps its class (so its exit code and its way of being told) with its
+    message scrubbed; any other is a :class:`WorkerError` that names the worker.
+    """
     if isinstance(error, CoalmineError):
+        said = scrub(str(error))
+        if said != str(error):
+            error.args = (said, *error.args[1:])
         return error
     return WorkerError(f"{where}: {scrub(str(error))}")
 

@@ -20,9 +20,12 @@ from typing import Any
 
 from coalmine.backends.dispatch import ShardLost
 from coalmine.backends.engine import Engine, EngineSpec, open_engine
-from coalmine.errors import UsageError
+from coalmine.errors import UsageError, WorkerError
 
 INSTALL = "pip install 'coalmine[ray]'"
+START_TIMEOUT = 120.0
+"""Seconds the actors have to be placed and open their engines (a busy cluster may hold a CPU
+back; a run should say so rather than wait for ever)."""
 EXCLUDES = [
     ".coalmine/",
     ".git/",
@@ -142,11 +145,7 @@ async def open_ray_shards(
         for engine in engines
     ]
     try:
-        for shard in shards:
-            try:
-                await shard.actor.open.remote()
-            except ray.exceptions.RayTaskError as exc:
-                raise exc.as_instanceof_cause() from None
+        await _opened(ray, shards)
         yield shards
     finally:
         for shard in shards:
@@ -156,7 +155,48 @@ async def open_ray_shards(
                 pass
 
 
+async def _opened(ray: Any, shards: Sequence[RayShard]) -> None:
+    """Open every actor's engine, side by side, within :data:`START_TIMEOUT`.
+
+    Raises:
+        CoalmineError: an engine's own error (a missing variable on its node, a bad config).
+        WorkerError: an actor was not placed in time (no free CPU) or died starting.
+    """
+    import asyncio
+
+    opening = [asyncio.ensure_future(shard.actor.open.remote()) for shard in shards]
+    done, pending = await asyncio.wait(opening, timeout=START_TIMEOUT)
+    for task in pending:
+        task.cancel()
+    for task in opening:
+        if task in done and task.exception() is not None:
+            exc = task.exception()
+            if isinstance(exc, ray.exceptions.RayTaskError):
+                raise exc.as_instanceof_cause() from None
+            raise WorkerError(f"a Ray actor could not start: {_first_line(exc)}")
+    if pending:
+        free = int(ray.available_resources().get("CPU", 0))
+        raise WorkerError(
+            f"{len(pending)} of {len(shards)} Ray actors (1 CPU each) were not placed in "
+            f"{START_TIMEOUT:.0f} s; the cluster has {free} CPU(s) free: ask fewer --workers"
+        )
+
+
 def cluster_cpus(address: str | None, project: Path) -> int:
     """The CPUs of the cluster at ``address`` (joined as :func:`connect` joins it)."""
     ray = connect(address, project)
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def ray_workers(asked: int | None, address: str | None, project: Path) -> tuple[int, str | None]:
+    """How many actors a run gets on the cluster: one per CPU, or as many as asked up to that.
+
+    Each actor takes one CPU; more actors than the cluster's CPUs would wait for ever for a
+    place, so the count is capped and the note says so.
+    """
+    cpus = cluster_cpus(address, project)
+    if asked is None:
+        return cpus, None
+    if asked > cpus:
+        return cpus, f"--workers {asked}: the cluster has {cpus} CPU(s), one a Ray actor: {cpus}"
+    return asked, None

@@ -35,6 +35,15 @@ class Backend:
     """Worker processes started early (:func:`~coalmine.backends.processes.spawn_worker`)."""
 
 
+def sharded(workers: int, backend: Backend | None) -> bool:
+    """Whether a run goes to shards: more than one engine, or any number on Ray.
+
+    One Ray actor is still a shard: ``--backend ray`` means the cases run on the cluster, and
+    the driver's machine may be a laptop that only plans and writes the store.
+    """
+    return workers > 1 or (backend is not None and backend.kind == "ray")
+
+
 @asynccontextmanager
 async def open_shards(
     backend: Backend, engines: Sequence[EngineSpec], *, scrub: Callable[[str], str]

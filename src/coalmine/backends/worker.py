@@ -20,6 +20,7 @@ import anyio
 
 from coalmine.backends.engine import Engine, EngineSpec, load_factory, open_engine
 from coalmine.backends.frames import FramePipe, describe_error
+from coalmine.errors import first_error
 
 
 def main() -> None:
@@ -62,7 +63,7 @@ async def _serve(frames_in: int, frames_out: int) -> None:
             pipe.send(("ready",))
             await _answer(engine, pipe)
     except Exception as exc:  # noqa: BLE001 - told to the driver, which raises it
-        pipe.send(("failed", describe_error(exc), traceback.format_exc()))
+        pipe.send(("failed", describe_error(first_error(exc)), traceback.format_exc()))
     await _drained(pipe)
 
 
@@ -70,10 +71,11 @@ async def _answer(engine: Engine, pipe: FramePipe) -> None:
     async def answer(number: int, batch: list[Any]) -> None:
         try:
             results = await engine.run(batch)
+            pipe.send(("result", number, results))  # a result that cannot pickle fails here
         except Exception as exc:  # noqa: BLE001 - told to the driver, which raises it
-            pipe.send(("error", number, describe_error(exc), traceback.format_exc()))
-        else:
-            pipe.send(("result", number, results))
+            # the batch's own error, not the task group around the engine's items
+            error = describe_error(first_error(exc))
+            pipe.send(("error", number, error, traceback.format_exc()))
 
     async with anyio.create_task_group() as tg:
         while True:

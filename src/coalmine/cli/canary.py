@@ -21,7 +21,7 @@ from coalmine.canary.plan import (
     run_to_resume,
 )
 from coalmine.canary.run import CanaryOutcome, run_canaries
-from coalmine.cli.display import DisplayType, echo_markdown, make_display
+from coalmine.cli.display import DisplayType, echo_markdown, make_display, stdout_aside
 from coalmine.cli.options import (
     blocking_gate_option,
     cache_option,
@@ -156,7 +156,7 @@ def run_command(
             planned = [c.loaded.id for c in plan.canaries]
             base = load_baseline(store, baseline, kind="canary", cases=planned)
         use_cache = cache_explain or (plan.config.cache if cache is None else cache)
-        with make_display(display) as hooks:
+        with make_display(display) as hooks, stdout_aside():
             hook_list: list[Hooks] = [hooks]
             outcome = anyio.run(
                 partial(

@@ -6,8 +6,11 @@ The final report goes to stdout separately, from the CLI.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Literal, TextIO
 
@@ -58,6 +61,30 @@ def echo_markdown(text: str, *, raw: bool = False) -> None:
     from rich.markdown import Markdown  # here: it loads a markdown parser (~30 ms a start)
 
     Console().print(Markdown(text))
+
+
+@contextmanager
+def stdout_aside() -> Iterator[None]:
+    """While a run works, whatever prints on stdout goes to stderr instead.
+
+    A python grader's ``print``, a hook's, or a child process that inherits the descriptor would
+    otherwise land in the middle of the report the command prints on stdout afterwards
+    (``--format json`` read by a program). The descriptor itself is moved, so what is printed
+    below Python (a C extension, a subprocess) is moved too; worker processes do the same.
+    """
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to protect
+        yield
+        return
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()  # what Python buffered during the run goes to stderr too
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 class Display(Hooks):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 from functools import partial
@@ -15,7 +14,7 @@ import click
 
 from coalmine._util.files import write_file
 from coalmine._util.words import counted
-from coalmine.cli.display import DisplayType, make_display
+from coalmine.cli.display import DisplayType, make_display, stdout_aside
 from coalmine.cli.options import (
     address_option,
     backend_option,
@@ -41,13 +40,12 @@ from coalmine.evals.plan import (
     require_eval_judge,
 )
 from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
-from coalmine.evals.shard import AUTO_MIN_CONCURRENCY, choose_workers
+from coalmine.evals.shard import choose_workers, in_one_process
 from coalmine.evals.summary import STDERR_MARK, gate_in_words
 from coalmine.results import EvalSuiteResult
 from coalmine.store.runs import Store
 
 if TYPE_CHECKING:
-    from coalmine.backends.processes import ProcessShard
     from coalmine.backends.shards import Backend
 
 
@@ -181,7 +179,6 @@ def run_command(
         raise UsageError("--record and --replay exclude each other: record once, then replay")
     if address is not None and backend != "ray":
         raise UsageError("--address names a Ray cluster: it goes with --backend ray")
-    spawned = _spawn_early(workers, backend, concurrency, cache or record_to or replay_from)
     config = require_project_config(root)
     selection = Selection(filters, limit, shuffle, repeats, reducer)
     store = Store.open(store_path or config.store_path)
@@ -213,10 +210,11 @@ def run_command(
             raise
         use_cache = config.cache if cache is None else cache
         count, where = _workers(
-            plan, workers, backend, address, concurrency=concurrency, cache=use_cache,
-            cassette=record_to or replay_from, spawned=spawned,
+            plan, workers, backend, address, concurrency=concurrency,
+            cache=None if not use_cache else "--cache" if cache else "cache: true (coalmine.yaml)",
+            cassette=record_to or replay_from,
         )  # fmt: skip
-        with make_display(display) as hooks:
+        with make_display(display) as hooks, stdout_aside():
             outcome = anyio.run(
                 partial(
                     _run, plan, store=store, concurrency=concurrency, resume=resume_id,
@@ -252,7 +250,8 @@ def run_command(
         if len(suite.index.bad) > 20:
             click.echo(f"error: … and {len(suite.index.bad) - 20} more bad lines", err=True)
     for why in outcome.lost:
-        click.echo(f"note: lost {why}; its unfinished cases ran on the others", err=True)
+        said = why.rstrip().rstrip(".;:,")  # a worker's last words may end a sentence
+        click.echo(f"note: lost {said}; its unfinished cases ran on the others", err=True)
     if outcome.interrupted:
         click.echo(
             f"interrupted: finished cases are stored; resume with: "
@@ -269,59 +268,47 @@ def _workers(
     address: str | None,
     *,
     concurrency: int,
-    cache: bool,
+    cache: str | None,
     cassette: Path | None,
-    spawned: list[ProcessShard],
 ) -> tuple[int, Backend | None]:
-    """How many engines the run gets, and on what (a note says when it is fewer than asked)."""
+    """How many engines the run gets, and on what (a note says when it is fewer than asked).
+
+    ``cache``: what turned the response cache on (``--cache``, or the config's key), if on.
+    """
     from coalmine.backends.shards import Backend
 
     one_process = None
-    if cache:
-        one_process = "--cache runs in one process (the cache is the store's)"
+    if cache is not None:
+        one_process = f"{cache} runs in one process (the cache is the store's)"
     elif cassette is not None:
         one_process = "--record and --replay run in one process (one cassette file)"
     if backend == "ray":
         if one_process is not None:
             raise UsageError(f"--backend ray: {one_process}; drop one of them")
-        if workers is None:
-            from coalmine.backends.ray import cluster_cpus
+        if (why := in_one_process(plan)) is not None:
+            raise UsageError(f"--backend ray: {why}; run them without it")
+        from coalmine.backends.ray import ray_workers
 
-            workers = cluster_cpus(address, plan.config.root)
+        workers, capped = ray_workers(workers, address, plan.config.root)
         count, note = choose_workers(plan, workers, concurrency=concurrency, one_process=None)
+        note = note or capped
         where: Backend | None = Backend("ray", address, plan.config.root)
     else:
         count, note = choose_workers(
             plan, workers, concurrency=concurrency, one_process=one_process
         )
-        where = Backend(spawned=spawned) if count > 1 else None
-    if where is None:
-        for worker in spawned:
-            worker.process.terminate()  # spawned for nothing: the run stays in one process
+        where = None
+        if count > 1:
+            # started now, before the run's event loop: forked (on Linux) after the plan, a
+            # worker has the config, the graders and every module already, and is ready at once
+            from coalmine.backends.processes import spawn_workers
+            from coalmine.evals.shard import ENGINE
+
+            names = [f"worker {n + 1}" for n in range(1, count)]
+            where = Backend(spawned=spawn_workers(ENGINE, names))
     if note:
         click.echo(f"note: {note}", err=True)
     return count, where
-
-
-def _spawn_early(
-    workers: int | None, backend: str, concurrency: int, one_process: object
-) -> list[ProcessShard]:
-    """Worker processes started before the run is planned, when it will likely want them.
-
-    Their start-up (Python and coalmine's imports) then overlaps the driver's planning; one
-    that the plan turns out not to need is ended.
-    """
-    if backend != "local" or one_process:
-        return []
-    wanted = workers
-    if wanted is None and concurrency >= AUTO_MIN_CONCURRENCY:
-        wanted = os.cpu_count() or 1
-    if not wanted or wanted <= 1:
-        return []
-    from coalmine.backends.processes import spawn_workers
-    from coalmine.evals.shard import ENGINE
-
-    return spawn_workers(ENGINE, [f"worker {n + 1}" for n in range(1, wanted)])
 
 
 def _require_imported(plan: EvalPlan) -> None:
@@ -357,7 +344,7 @@ def _run_promptfoo(
     from coalmine.promptfoo.report import dump_promptfoo_output
     from coalmine.promptfoo.run import run_promptfoo
 
-    with make_display(display) as hooks:
+    with make_display(display) as hooks, stdout_aside():
         run = anyio.run(
             partial(
                 run_promptfoo, config, root=root, concurrency=concurrency, hooks=[hooks],

@@ -128,10 +128,11 @@ def calibration_backend(
     if address is not None and backend != "ray":
         raise UsageError("--address names a Ray cluster: it goes with --backend ray")
     if backend == "ray":
-        if workers is None:
-            from coalmine.backends.ray import cluster_cpus
+        from coalmine.backends.ray import ray_workers
 
-            workers = cluster_cpus(address, root)
+        workers, capped = ray_workers(workers, address, root)
+        if capped:
+            click.echo(f"note: {capped}", err=True)
         return workers, Backend("ray", address, root)
     if not workers or workers <= 1:
         return 1, None

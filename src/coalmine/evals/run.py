@@ -27,7 +27,7 @@ import anyio
 from coalmine._util.clock import Clock, SystemClock
 from coalmine._util.secrets import redact
 from coalmine.backends.engine import EngineSpec
-from coalmine.backends.shards import Backend, run_sharded
+from coalmine.backends.shards import Backend, run_sharded, sharded
 from coalmine.engine.call import Caller
 from coalmine.engine.events import EvalEnd, EvalProgress, EvalStart, Hooks, LessonsRecalled, emit
 from coalmine.engine.execute import periodically, run_bounded
@@ -285,7 +285,7 @@ async def run_evals(
             # what finished is kept within the writer's interval, and at the end whatever stopped it
             with recording_run_agents(store, run_id):
                 async with periodically(writer.flush, every=writer.interval):
-                    if workers > 1:
+                    if sharded(workers, backend):
                         engines = [
                             EngineSpec(
                                 ENGINE, spec, i, workers, shard_capacity(concurrency, i, workers)

@@ -94,6 +94,14 @@ def shard_spec(
     return ShardSpec(root, suites, no_judge, judge_reruns, calibrations, blocking)
 
 
+def in_one_process(plan: EvalPlan) -> str | None:
+    """Why the plan's cases must run in the driver's own process, if they must."""
+    compat = sorted(s.name for s in plan.suites if s.index.meta.compat)
+    if compat:
+        return f"compat suites run in one process ({', '.join(compat)})"
+    return None
+
+
 def choose_workers(
     plan: EvalPlan,
     requested: int | None,
@@ -116,9 +124,7 @@ def choose_workers(
         wanted = requested
     if wanted <= 1:
         return 1, None
-    compat = sorted(s.name for s in plan.suites if s.index.meta.compat)
-    if compat:
-        one_process = f"compat suites run in one process ({', '.join(compat)})"
+    one_process = one_process or in_one_process(plan)
     if one_process is not None:
         return 1, (f"--workers {wanted}: {one_process}" if requested else None)
     judge = plan.config.judge if any(s.needs_judge for s in plan.suites) else None

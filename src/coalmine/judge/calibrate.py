@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from coalmine._util.hashing import hash_text
+from coalmine.backends.shards import sharded
 from coalmine.config import Config
 from coalmine.engine.wiring import Wiring, secret_values
 from coalmine.errors import ConfigError
@@ -89,7 +90,7 @@ async def calibrate(
     judged = [JudgedItem(item, [None] * reruns) for item in labels.items]
     replies: dict[str, list[str]] = {}
     verdicts: list[ItemVerdict | None]
-    if workers > 1:
+    if sharded(workers, backend):
         from coalmine.judge.shard import judge_on_shards
 
         verdicts = await judge_on_shards(
