@@ -769,6 +769,16 @@ def test_cache_keeps_the_run_in_one_process_and_says_so(runs: Runs) -> None:
     assert len({pid for pid, _ in runs.calls()}) == 1
 
 
+def test_a_cache_the_config_turns_on_is_named_as_the_config_key(runs: Runs) -> None:
+    runs.config(cache=True)
+    runs.suite("cached", [{"id": f"c{i}", "prompt": "say:ok", "graders": [CONTAINS_OK]}
+                          for i in range(6)])  # fmt: skip
+    done = runs.run("--workers", "2", "--display", "plain")
+    assert done.returncode == 0, done.stderr
+    assert "note: --workers 2: cache: true (coalmine.yaml) runs in one process" in done.stderr
+    assert "--cache" not in done.stderr  # the user never typed it
+
+
 def test_address_without_the_ray_backend_is_a_usage_error(runs: Runs) -> None:
     runs.config()
     runs.suite("any", [{"id": "c", "prompt": "say:ok", "graders": [CONTAINS_OK]}])
