@@ -60,14 +60,23 @@ async def toy_engine(
 
     ``spec`` says how it misbehaves: ``refuse`` (an exception it raises instead of opening),
     ``raise_on`` (with ``raise_what``, else a ValueError), ``die_on`` (it writes to stderr
-    and exits 3), ``unpicklable_on``; ``delay`` is each item's sleep. Every item also prints
-    to stdout, where the frames must not be.
+    and exits 3), ``unpicklable_on``; ``delay`` is each item's sleep; ``meet`` (a path): the
+    engine of index 0 answers only once another has touched that file (so both surely run
+    items, however slowly a worker starts). Every item also prints to stdout, where the frames
+    must not be.
     """
     if "refuse" in spec:
         raise spec["refuse"]
 
     async def handle(item: int) -> Any:
         print(f"item {item} on stdout", flush=True)
+        if "meet" in spec:
+            met = Path(spec["meet"])
+            if index != 0:
+                met.touch()
+            with anyio.fail_after(120):  # a worker that never starts fails the test, not hangs it
+                while not met.exists():
+                    await anyio.sleep(0.01)
         await anyio.sleep(spec.get("delay", 0.0))
         if item == spec.get("raise_on"):
             raise spec.get("raise_what") or ValueError(f"cannot take {item} with {TOKEN}")
@@ -232,7 +241,7 @@ def test_an_answer_that_cannot_cross_the_pipe_fails_its_batch() -> None:
 
 
 @pytest.mark.usefixtures("at_repo")
-def test_run_sharded_spreads_items_over_the_driver_and_a_worker() -> None:
+def test_run_sharded_spreads_items_over_the_driver_and_a_worker(tmp_path: Path) -> None:
     got: dict[int, Any] = {}
 
     async def on_result(item: int, result: Any) -> None:
@@ -240,7 +249,8 @@ def test_run_sharded_spreads_items_over_the_driver_and_a_worker() -> None:
         got[item] = result
 
     async def scenario() -> bool:
-        engines = [EngineSpec(TOY, {"delay": 0.01}, i, 2, capacity=4) for i in range(2)]
+        spec = {"delay": 0.01, "meet": str(tmp_path / "met")}
+        engines = [EngineSpec(TOY, spec, i, 2, capacity=4) for i in range(2)]
         return await run_sharded(
             Backend(), engines, range(300), on_result, stop=anyio.Event(), cancel=None,
             scrub=scrub,
