@@ -104,11 +104,14 @@ class Measured:
     max_in_flight: int
     active: float
     code: int
+    before: float = 0.0
+    """Seconds from the start to the server's first request in (start-up, planning)."""
 
     def line(self, name: str, n: int, ideal: float) -> str:
         return (
             f"  {name:<9} wall {self.wall:5.2f} s  efficiency {ideal / self.wall:4.2f}  "
-            f"cpu {1000 * self.cpu / n:5.3f} ms/case  outside {self.wall - self.active:4.2f} s  "
+            f"cpu {1000 * self.cpu / n:5.3f} ms/case  outside {self.wall - self.active:4.2f} s "
+            f"({self.before:4.2f} before, {self.wall - self.active - self.before:4.2f} after)  "
             f"in flight {self.max_in_flight:>4}  peak RSS {self.peak_mb:4.0f} MB"
         )
 
@@ -125,7 +128,7 @@ def measure(
         if prepare is not None:
             prepare(port)
         argv = [a.replace("{port}", str(port)) for a in command]
-        t0 = time.perf_counter()
+        t0, started = time.perf_counter(), time.time()
         process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - t0
@@ -142,6 +145,7 @@ def measure(
         max_in_flight=int(stats["max_in_flight"]),
         active=active,
         code=os.waitstatus_to_exitcode(status),
+        before=(stats["first_in"] or started) - started,
     )
 
 

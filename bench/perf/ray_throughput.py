@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shlex
 import shutil
 import subprocess
@@ -51,16 +52,28 @@ def two_nodes(cpus: int) -> Iterator[Any]:
 
     # a unix socket path holds ~107 characters: Ray's session dir must stay short
     temp = tempfile.mkdtemp(prefix="rayb-", dir="/tmp")
+    # where Ray writes the address of "the current cluster" (by default /tmp/ray, which a fresh
+    # machine may not have, and which other Ray users share); the runs read it from here too
+    saved = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = temp
+    Path(temp, "ray").mkdir()
     node: dict[str, Any] = {"num_cpus": cpus, "object_store_memory": NODE_MEMORY}
-    cluster: Any = Cluster(
-        initialize_head=True, head_node_args={**node, "include_dashboard": False, "temp_dir": temp}
-    )
+    cluster: Any = None
     try:
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={**node, "include_dashboard": False, "temp_dir": temp},
+        )
         cluster.add_node(**node)
         cluster.wait_for_nodes()
         yield cluster
     finally:
-        cluster.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        if saved is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = saved
         shutil.rmtree(temp, ignore_errors=True)
 
 

@@ -9,13 +9,13 @@ What is stored is scrubbed of every secret of the run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from coalmine._util.clock import Clock
 from coalmine._util.secrets import redact, redact_encoded
-from coalmine.config import AgentConfig, Price
+from coalmine.config import AgentConfig, Config, Price
 from coalmine.engine.call import Caller
 from coalmine.engine.costs import agent_usage
 from coalmine.engine.grading import (
@@ -78,6 +78,28 @@ class RunEnv:
     judge_reruns: int = 1
     compat: Mapping[str, CompatRunner] = field(default_factory=dict)
     """The runner of each compat kind the run's suites use (``compat: promptfoo`` …)."""
+
+    @classmethod
+    def of(
+        cls,
+        config: Config,
+        *,
+        functions: Mapping[str, Any],
+        callers: dict[str, Caller],
+        wiring: Wiring,
+        judge: Caller | None,
+        gate: JudgeGate | None,
+        clock: Clock,
+        secrets: Iterable[str],
+        judge_reruns: int,
+        compat: Mapping[str, CompatRunner] | None = None,
+    ) -> RunEnv:
+        """The env of a run of ``config`` (its agents, timeouts and prices), in any process."""
+        return cls(
+            config.agents, functions, callers, wiring, judge, gate, clock, list(secrets),
+            config.defaults.timeout_seconds, config.defaults.judge_timeout_seconds,
+            config.pricing, judge_reruns, compat or {},
+        )  # fmt: skip
 
     def caller(self, agent: AgentConfig) -> Caller:
         """The caller of ``agent`` (one per agent, so its limits hold across the run)."""
@@ -165,7 +187,10 @@ async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -
             break
         if grade.flag("gate"):
             gates.add(key)
-        grades[key] = grade.model_copy(update={"weight": spec.weight})
+        # a copy only to change the weight: most graders keep the default (a copy a grade cost
+        # ~10 µs, a twentieth of a case's CPU)
+        same = grade.weight == spec.weight
+        grades[key] = grade if same else grade.model_copy(update={"weight": spec.weight})
     prompt_tokens = usage.prompt_tokens if usage is not None else None
     completion_tokens = usage.completion_tokens if usage is not None else None
     cost = usage.cost if usage is not None else None

@@ -183,21 +183,10 @@ async def run_evals(
             plan, gate, no_judge=no_judge, judge_reruns=judge_reruns,
             root="." if backend is not None and backend.kind == "ray" else str(config.root),
         )  # fmt: skip
-        env = RunEnv(
-            config.agents,
-            functions,
-            callers,
-            wiring,
-            judge,
-            gate,
-            clock,
-            list(secrets),
-            config.defaults.timeout_seconds,
-            config.defaults.judge_timeout_seconds,
-            config.pricing,
-            judge_reruns,
-            compat,
-        )
+        env = RunEnv.of(
+            config, functions=functions, callers=callers, wiring=wiring, judge=judge, gate=gate,
+            clock=clock, secrets=secrets, judge_reruns=judge_reruns, compat=compat,
+        )  # fmt: skip
 
         def todo() -> Iterator[tuple[int, BinaryIO, int, int]]:
             """(suite, its file, position, repeat) of every case run left, until a stop."""

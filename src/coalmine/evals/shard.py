@@ -178,20 +178,10 @@ async def open_eval_engine(
             configured_blocking=spec.configured_blocking,
             identify=judge_prompt_identity,
         )
-    env = RunEnv(
-        config.agents,
-        functions,
-        callers,
-        wiring,
-        judge,
-        gate,
-        SystemClock(),
-        list(secrets),
-        config.defaults.timeout_seconds,
-        config.defaults.judge_timeout_seconds,
-        config.pricing,
-        spec.judge_reruns,
-    )
+    env = RunEnv.of(
+        config, functions=functions, callers=callers, wiring=wiring, judge=judge, gate=gate,
+        clock=SystemClock(), secrets=secrets, judge_reruns=spec.judge_reruns,
+    )  # fmt: skip
 
     async def handle(item: CaseItem) -> Attempt | None:
         suite_at, line, raw, case_id, rep = item

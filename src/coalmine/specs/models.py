@@ -18,7 +18,7 @@ class GraderSpec(BaseModel):
     """Relative weight in the composite; weights are normalised to sum to 1."""
     name: str | None = None
     """Key in ``grader_scores``; defaults to the type (a second grader of a type gets ``#2``)."""
-    config: dict[str, Any] = {}
+    config: dict[str, Any] = Field(default_factory=dict)
     """The grader's own settings, checked against the grader's config model."""
     blocking: bool | None = None
     """Whether a low score may fail the run (default: deterministic graders do, judges advise)."""
@@ -51,7 +51,7 @@ class CanarySpec(BaseModel):
     """Agent timeout, retries included; defaults to ``defaults.timeout_seconds`` of the config."""
     description: str | None = None
     """Free text for readers of the spec; never sent to the agent."""
-    tags: list[str] = []
+    tags: list[str] = Field(default_factory=list)
     """Labels for selection and reports."""
     blocking: bool = True
     """False makes the whole canary advisory: its failures are shown but never fail the run."""

@@ -38,7 +38,7 @@ class SuiteMeta(BaseModel):
     """The agent every case goes to, unless a case names its own."""
     prompt_template: str | None = None
     """Jinja2 template rendered with a case's ``vars`` (undefined variables are errors)."""
-    graders: list[GraderSpec] = []
+    graders: list[GraderSpec] = Field(default_factory=list)
     """Applied to every case, before the case's own graders."""
     threshold: float | None = Field(None, ge=0, le=1)
     """A case passes when its weighted score reaches this (default: every grader passes)."""
@@ -80,10 +80,10 @@ class EvalCase(BaseModel):
     vars: dict[str, Any] | None = None
     """Rendered through the suite's ``prompt_template``."""
     agent: str | None = None
-    graders: list[GraderSpec] = []
+    graders: list[GraderSpec] = Field(default_factory=list)
     threshold: float | None = Field(None, ge=0, le=1)
-    tags: list[str] = []
-    metadata: dict[str, Any] = {}
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
     expected: Any = None
     """What graders compare the output with (``equals``, ``levenshtein`` …)."""
     relevant: dict[str, int] | list[str] | None = None
