@@ -53,7 +53,7 @@ def two_nodes(cpus: int) -> Iterator[Any]:
     # a unix socket path holds ~107 characters: Ray's session dir must stay short
     temp = tempfile.mkdtemp(prefix="rayb-", dir="/tmp")
     # where Ray writes the address of "the current cluster" (by default /tmp/ray, which a fresh
-    # machine may not have, and which other Ray users share); the runs read it from here too
+    # machine may not have, and which other Ray users share); the runs started below inherit it
     saved = os.environ.get("RAY_TMPDIR")
     os.environ["RAY_TMPDIR"] = temp
     Path(temp, "ray").mkdir()
