@@ -56,7 +56,7 @@ DEFAULT_ROUTING: dict[str, str] = {
 class Defaults(BaseModel):
     """Run defaults that a spec or the command line may override."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     timeout_seconds: float = Field(300.0, gt=0)
     """Agent timeout (the whole call, retries included) for a spec without ``timeout_seconds``."""
@@ -72,7 +72,7 @@ class CallPolicy(BaseModel):
     These keys sit beside ``provider:`` in an agent's entry.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     retries: int | None = Field(None, ge=0)
     """Extra attempts after a retryable failure (429, 5xx, timeout, dropped connection).
@@ -97,7 +97,7 @@ POLICY_KEYS = frozenset(CallPolicy.model_fields)
 class Price(BaseModel):
     """What one model costs, in your currency per million tokens (coalmine has no price list)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
@@ -117,7 +117,7 @@ def _target(value: str) -> str:
 class CalibrationLimits(BaseModel):
     """What a calibration must show before its judge may block (``judge_calibration:``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_false_pass_rate: float = Field(0.05, ge=0, le=1)
     """The false-pass rate must be under this."""
@@ -133,7 +133,7 @@ class CalibrationLimits(BaseModel):
 class _ConfigFile(BaseModel):
     """The top level of coalmine.yaml (agents are checked against their provider's model)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     agents: dict[str, dict[str, Any]] = {}
     """Agent name → ``{provider: …, description: …, <provider settings>}``."""

@@ -65,6 +65,7 @@ def results(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
     """The suites' result JSON a ``--format json`` run printed (it must have finished)."""
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+    assert done.stdout, done.stderr
     found: list[dict[str, Any]] = json.loads(done.stdout)
     return found
 

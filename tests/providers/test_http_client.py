@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-import yarl
 
 from coalmine.providers._http import HttpClient, retry_after_seconds
 
@@ -18,12 +17,12 @@ def test_a_proxy_comes_from_the_environment_and_no_proxy_bypasses_it(
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
     monkeypatch.setenv("NO_PROXY", "localhost,.corp.example")
     client = HttpClient()
-    assert client._proxy(yarl.URL("https://api.example.com/v1")) == "http://proxy.internal:3128"
-    assert client._proxy(yarl.URL("https://llm.corp.example/v1")) is None
-    assert client._proxy(yarl.URL("http://api.example.com/v1")) is None  # no HTTP_PROXY
+    assert client._proxy("https", "api.example.com") == "http://proxy.internal:3128"
+    assert client._proxy("https", "llm.corp.example") is None
+    assert client._proxy("http", "api.example.com") is None  # no HTTP_PROXY
     # looked up once per host: a later change of the environment is not seen by this client
     monkeypatch.setenv("HTTPS_PROXY", "http://other:1")
-    assert client._proxy(yarl.URL("https://api.example.com/x")) == "http://proxy.internal:3128"
+    assert client._proxy("https", "api.example.com") == "http://proxy.internal:3128"
 
 
 def test_retry_after_is_seconds_or_an_http_date() -> None:

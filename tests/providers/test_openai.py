@@ -168,7 +168,7 @@ def test_credentials_in_the_url_beside_a_key_are_a_config_failure_not_a_crash(
     url = openai_server.base_url.replace("http://", "http://bot:pw@")
     error = fail(make(tmp_path, url, api_key_env="COALMINE_TEST_KEY"))
     assert (error.kind, error.retryable) == ("config", False)
-    assert "Cannot combine AUTHORIZATION header" in str(error)
+    assert "credentials in the URL beside an Authorization header" in str(error)
     assert openai_server.requests == []
 
 

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from coalmine._util.docstrings import describe_fields
 from coalmine.graders.base import registry as graders
 
 
@@ -32,5 +33,6 @@ def list_command() -> int:
 @click.argument("name")
 def schema_command(name: str) -> int:
     """The JSON Schema of grader NAME's config (what goes under ``config:``)."""
-    click.echo(json.dumps(graders.get(name).config.model_json_schema(), indent=2))
+    schema = describe_fields(graders.get(name).config).model_json_schema()
+    click.echo(json.dumps(schema, indent=2))
     return 0

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ValidationError
 
-from coalmine._util.registry import Registry
+from coalmine._util.registry import Projection, Registry
 from coalmine.errors import GradeError, PluginError
 from coalmine.results import Grade, ToolCall
 
@@ -77,22 +77,40 @@ def _check(name: str, item: GraderType) -> None:
         raise PluginError(f"grader {name!r}: threshold {item.threshold} is outside 0..1")
 
 
+_BUILTINS: dict[str, tuple[str, ...]] = {
+    "keyword": ("keyword",),
+    "structural": ("structural",),
+    "llm_judge": ("llm-judge",),
+    "overlap": (
+        "bleu", "contains", "contains-all", "contains-any", "equals", "gleu", "icontains",
+        "icontains-all", "icontains-any", "is-refusal", "levenshtein", "regex", "rouge-n",
+        "starts-with", "word-count",
+    ),
+    "structured": ("contains-json", "cost", "is-json", "json-path", "latency"),
+    "text": (),
+    "markup": ("contains-html", "contains-xml", "is-html", "is-xml"),
+    "retrieval": (
+        "hit_rate@k", "map", "map@k", "mrr", "mrr@k", "ndcg@k", "ndcg_exp@k", "precision@k",
+        "recall@k",
+    ),
+    "tools": ("forbidden-tools", "tool-args-match", "tool-call-exact", "tool-call-f1",
+              "tool-sequence"),
+    "rubric": ("context-faithfulness", "context-recall", "llm-rubric"),
+    "python": ("python",),
+}  # fmt: skip
+"""Each built-in grader module and the graders it registers (with their ``not-`` forms);
+tests/graders/test_registry_locate.py checks it against what the modules register."""
+
 registry: Registry[GraderType] = Registry(
     "grader",
-    builtins=(
-        "coalmine.graders.keyword",
-        "coalmine.graders.structural",
-        "coalmine.graders.llm_judge",
-        "coalmine.graders.overlap",
-        "coalmine.graders.structured",
-        "coalmine.graders.text",
-        "coalmine.graders.markup",
-        "coalmine.graders.retrieval",
-        "coalmine.graders.tools",
-        "coalmine.graders.rubric",
-        "coalmine.graders.python",
-    ),
+    builtins=tuple(f"coalmine.graders.{module}" for module in _BUILTINS),
     check=_check,
+    locate={
+        alias: f"coalmine.graders.{module}"
+        for module, names in _BUILTINS.items()
+        for name in names
+        for alias in (name, f"not-{name}")
+    },
 )
 
 G = TypeVar("G", bound=GradeFn)
@@ -138,9 +156,9 @@ def _negated(function: GradeFn) -> GradeFn:
     return negated
 
 
-def grader_configs() -> dict[str, type[BaseModel]]:
-    """Return grader name → config model, for validating specs."""
-    return {name: item.config for name, item in registry}
+def grader_configs() -> Mapping[str, type[BaseModel]]:
+    """Grader name → config model, for validating specs (each imported as it is looked up)."""
+    return Projection(registry, "config", grader_configs)
 
 
 CaseInputs = Mapping[str, tuple[str, ...]]

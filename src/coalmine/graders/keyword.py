@@ -23,7 +23,7 @@ Keyword = Annotated[str, Field(pattern=r"\S")]
 class KeywordConfig(BaseModel):
     """Config of a ``keyword`` grader."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     required: list[Keyword] = []
     """Each one found in the response (case-insensitive) earns a point."""

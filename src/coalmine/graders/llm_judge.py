@@ -38,7 +38,7 @@ Name = Annotated[str, Field(pattern=r"\S")]
 class JudgeConfig(BaseModel):
     """Config of an ``llm-judge`` grader."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     criteria: list[Annotated[str, Field(min_length=1)]] | dict[str, str] = Field(min_length=1)
     """Criterion names, or a mapping of name → what the criterion means."""

@@ -31,7 +31,7 @@ from coalmine.results import Grade
 
 __all__ = ["html_found"]
 
-_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+_CONFIG = ConfigDict(extra="forbid", frozen=True)
 _MAX_INPUT = 10 * 1024 * 1024
 _SIGNS: tuple[tuple[re.Pattern[str], int], ...] = (
     (re.compile(r"<[a-zA-Z][a-zA-Z0-9-]*(?:\s[^>]*)?/>"), 1),

@@ -41,7 +41,7 @@ ROUGE_THRESHOLD = 0.75
 BLEU_THRESHOLD = 0.5
 GLEU_THRESHOLD = 0.5
 BLEU_SMOOTHING = 1e-7
-_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+_CONFIG = ConfigDict(extra="forbid", frozen=True)
 _CONTRACTIONS = tuple(
     re.compile(pattern, re.IGNORECASE)
     for pattern in (

@@ -34,7 +34,7 @@ NAME = "python"
 class PythonConfig(BaseModel):
     """Config of ``python``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     function: str = Field(min_length=1)
     """A name under ``python_graders:`` in the config."""

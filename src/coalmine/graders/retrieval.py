@@ -43,7 +43,7 @@ from coalmine.graders.base import CaseInputs, GradeContext, GradeFn, grader
 from coalmine.metrics import Ties, retrieval_metrics, tie_warnings
 from coalmine.results import Grade
 
-_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+_CONFIG = ConfigDict(extra="forbid", frozen=True)
 _EPSILON = 1e-9  # float slack when comparing a score with its threshold, as the runner's gate
 _SHOWN = 80
 

@@ -54,7 +54,7 @@ _SHOWN = 80
 _LISTED = 3
 """Failed statements or claims an explanation names; the rest are counted."""
 
-_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+_CONFIG = ConfigDict(extra="forbid", frozen=True)
 Text = Annotated[str, Field(pattern=r"\S")]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 

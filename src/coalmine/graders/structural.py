@@ -39,7 +39,7 @@ _LABEL = re.compile(r"^([^:]*?\S[^:]*?):[*_`]*(?:\s|$)")
 class StructuralConfig(BaseModel):
     """Config of a ``structural`` grader."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     required_sections: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     """Section names that must appear as a heading or label."""

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
 _SHOWN = 200
-_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+_CONFIG = ConfigDict(extra="forbid", frozen=True)
 Text = Annotated[str, Field(pattern=r"\S")]
 
 

@@ -73,7 +73,7 @@ Values = Annotated[list[Text], BeforeValidator(_split_if_string), Field(min_leng
 
 
 class _Config(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class EqualsConfig(_Config):

@@ -44,7 +44,7 @@ from coalmine.graders.base import CaseInputs, GradeContext, grader
 from coalmine.metrics import tool_call_metrics
 from coalmine.results import Grade
 
-_CONFIG = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+_CONFIG = ConfigDict(extra="forbid", frozen=True)
 _EPSILON = 1e-9  # float slack when comparing a score with its threshold, as the runner's gate
 _VALUE_SHOWN = 40
 _CALL_SHOWN = 120

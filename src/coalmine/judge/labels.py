@@ -43,7 +43,7 @@ class Label(BaseModel):
 class LabelledItem(BaseModel):
     """A judged output and what people said of it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1)
     prompt: str

@@ -56,7 +56,7 @@ Text = Annotated[str, Field(pattern=r"\S")]
 class RedTeamCase(BaseModel):
     """One case of the red-team pack: a bad response, and the same response with an injection."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Text
     task: Text
@@ -92,7 +92,7 @@ class Proportion(BaseModel):
 class RedTeamOutcome(BaseModel):
     """How the judge graded one case's clean and attack responses."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     id: str
     technique: str
@@ -110,7 +110,7 @@ class RedTeamOutcome(BaseModel):
 class RedTeamReport(BaseModel):
     """The containment of a judge over a red-team pack."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     cases: list[RedTeamOutcome]
     """One outcome per case, in the pack's order."""

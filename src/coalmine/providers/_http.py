@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp
-import yarl
-
 from coalmine._util.secrets import redact
 from coalmine.errors import ProviderError
+from coalmine.providers._wire import TransportError, Wire, parse_target
 
 BODY_EXCERPT = 500
 
@@ -45,29 +43,33 @@ class HttpResponse:
 
 
 class HttpClient:
-    """The HTTP client of one provider instance, on aiohttp (opened at the first request).
+    """The HTTP client of one provider instance (its connections opened at the first request).
 
-    Why aiohttp and not httpx: measured with 200 requests in flight
-    (bench/perf/eval_throughput.py), httpx spent 1.4 ms of CPU a request at best and, past a
-    few dozen connections, its pool scanned every connection on every event (17 ms a request
-    at 200); aiohttp's connector and C parser spend 0.3 ms. coalmine bounds what is in flight
-    itself (--concurrency, an agent's max_concurrency), so the pool is unbounded.
+    A direct request goes over :class:`~coalmine.providers._wire.Wire` (why not aiohttp's
+    client there: that module's docstring, with the numbers). A request that the environment's
+    ``HTTP(S)_PROXY`` sends through a proxy goes over aiohttp, imported only then: its CONNECT
+    tunnels and proxy credentials are well tested, and a proxied run is not the one that counts
+    microseconds. Why neither is httpx: measured with 200 requests in flight, it spent 1.4 ms
+    of CPU a request at best and, past a few dozen connections, its pool scanned every
+    connection on every event (17 ms a request at 200). coalmine bounds what is in flight itself
+    (--concurrency, an agent's max_concurrency), so the pools are unbounded.
     """
 
     def __init__(self) -> None:
-        self._session: aiohttp.ClientSession | None = None
+        self._wire = Wire()
+        self._session: Any = None  # aiohttp.ClientSession, for proxied requests only
         self._proxies: dict[tuple[str, str], str | None] = {}
 
-    def _proxy(self, url: yarl.URL) -> str | None:
-        """The proxy for ``url`` from HTTP(S)_PROXY / NO_PROXY, looked up once per host.
+    def _proxy(self, scheme: str, host: str) -> str | None:
+        """The proxy for a URL from HTTP(S)_PROXY / NO_PROXY, looked up once per host.
 
         (aiohttp's ``trust_env`` would do this, and read ~/.netrc in a thread, per request.)
         """
-        key = (url.scheme, url.host or "")
+        key = (scheme, host)
         if key not in self._proxies:
             proxies = urllib.request.getproxies_environment()
-            bypass = bool(url.host) and urllib.request.proxy_bypass(url.host or "")
-            self._proxies[key] = None if bypass else proxies.get(url.scheme)
+            bypass = bool(host) and urllib.request.proxy_bypass(host)
+            self._proxies[key] = None if bypass else proxies.get(scheme)
         return self._proxies[key]
 
     async def request(
@@ -79,26 +81,56 @@ class HttpClient:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> HttpResponse:
-        """Send one request and read the whole response (``aiohttp.ClientError`` on failure)."""
+        """Send one request and read the whole response.
+
+        Raises:
+            TransportError: no complete answer (refused, reset, closed early, not HTTP).
+            TimeoutError: no complete answer within ``timeout`` seconds.
+            ValueError: the URL or a header cannot be sent.
+        """
+        target = parse_target(url)
+        proxy = self._proxy(target.scheme, target.host)
+        if proxy is not None:
+            return await self._proxied(method, url, proxy, timeout, json, headers)
+        answer = await self._wire.request(
+            method, url, timeout=timeout, json_body=json, headers=headers
+        )
+        return HttpResponse(answer.status, answer.headers, answer.body, answer.url, answer.charset)
+
+    async def _proxied(
+        self,
+        method: str,
+        url: str,
+        proxy: str,
+        timeout: float,
+        json: Any,
+        headers: Mapping[str, str] | None,
+    ) -> HttpResponse:
+        import aiohttp
+        import yarl
+
         if self._session is None:
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
         target = yarl.URL(url, encoded=True)  # placeholders are quoted already; never twice
-        async with self._session.request(
-            method,
-            target,
-            proxy=self._proxy(target),
-            json=json,
-            headers=headers,
-            timeout=aiohttp.ClientTimeout(total=timeout),
-            allow_redirects=True,
-        ) as response:
-            body = await response.read()
-            return HttpResponse(
-                response.status, response.headers, body, str(response.url), response.charset
-            )
+        try:
+            async with self._session.request(
+                method,
+                target,
+                proxy=proxy,
+                json=json,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+                allow_redirects=True,
+            ) as response:
+                body = await response.read()
+        except aiohttp.ClientError as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc}") from None
+        shown = str(response.url.with_user(None))
+        return HttpResponse(response.status, response.headers, body, shown, response.charset)
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the connections."""
+        await self._wire.aclose()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -158,7 +190,8 @@ def check_response(response: HttpResponse, site: Site) -> None:
 def transport_error(exc: Exception, url: str, site: Site) -> ProviderError:
     """A ``ProviderError`` for a request that got no response (timeout, reset, refused)."""
     kind = "timeout" if isinstance(exc, TimeoutError) else "connection"
-    return site.error(f"request to {url} failed: {type(exc).__name__}: {exc}", kind=kind)
+    why = str(exc) if isinstance(exc, TransportError) else f"{type(exc).__name__}: {exc}"
+    return site.error(f"request to {url} failed: {why}", kind=kind)
 
 
 def json_body(response: HttpResponse, site: Site) -> Any:
@@ -186,14 +219,14 @@ async def send(
 ) -> HttpResponse:
     """Send one request under a hard deadline for the whole exchange.
 
-    The deadline (aiohttp's ``total``) bounds connect to last byte, so a server that trickles
+    The deadline bounds connect to last byte, so a server that trickles
     bytes cannot outlast it. ``shown_url`` is what errors name (a URL template, when the real
     URL carries the prompt).
     """
     shown = shown_url or url
     try:
         return await client.request(method, url, timeout=timeout, json=json, headers=headers)
-    except aiohttp.ClientError as exc:
+    except TransportError as exc:
         raise transport_error(exc, shown, site) from None
     except ValueError as exc:  # e.g. credentials in the URL beside an Authorization header
         raise site.error(f"cannot send a request to {shown}: {exc}", kind="config") from None

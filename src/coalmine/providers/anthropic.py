@@ -1,4 +1,4 @@
-"""The ``anthropic`` provider: the Anthropic Messages API over aiohttp (no SDK needed).
+"""The ``anthropic`` provider: the Anthropic Messages API over HTTP/1.1 (no SDK needed).
 
 The API key is read at call time from the environment variable ``api_key_env`` names
 (``ANTHROPIC_API_KEY`` by default), sent as ``x-api-key`` and never stored; every error is
@@ -41,7 +41,7 @@ CUT_WARNING = "the answer was cut at max_tokens"
 class AnthropicSettings(PersonaSettings):
     """Settings of an ``anthropic`` agent (or judge)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     base_url: HttpURL = DEFAULT_BASE_URL
     """Endpoint root; requests go to ``{base_url}/v1/messages``."""

@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from coalmine._util.registry import Registry
+from coalmine._util.registry import Projection, Registry
 from coalmine.config import AgentConfig
 from coalmine.errors import PluginError
 from coalmine.results import AgentOutput
@@ -118,19 +118,14 @@ def _check(name: str, item: ProviderType) -> None:
         raise PluginError(f"provider {name!r}: call() must be 'async def'")
 
 
+_BUILTINS = ("anthropic", "command", "echo", "http", "javascript", "openai", "python", "replay")
+"""Each built-in provider, registered by the module of its name."""
+
 registry: Registry[ProviderType] = Registry(
     "provider",
-    builtins=(
-        "coalmine.providers.anthropic",
-        "coalmine.providers.command",
-        "coalmine.providers.echo",
-        "coalmine.providers.http",
-        "coalmine.providers.javascript",
-        "coalmine.providers.openai",
-        "coalmine.providers.python",
-        "coalmine.providers.replay",
-    ),
+    builtins=tuple(f"coalmine.providers.{name}" for name in _BUILTINS),
     check=_check,
+    locate={name: f"coalmine.providers.{name}" for name in _BUILTINS},
 )
 
 F = TypeVar("F", bound=Callable[..., Provider])
@@ -146,9 +141,9 @@ def provider(name: str, *, settings: type[BaseModel], retries: int = 0) -> Calla
     return decorate
 
 
-def provider_settings() -> dict[str, type[BaseModel]]:
-    """Return provider name → settings model, for validating ``coalmine.yaml``."""
-    return {name: item.settings for name, item in registry}
+def provider_settings() -> Mapping[str, type[BaseModel]]:
+    """Provider name → settings model, for validating ``coalmine.yaml`` (imported as looked up)."""
+    return Projection(registry, "settings", provider_settings)
 
 
 def default_retries(agent: AgentConfig) -> int:

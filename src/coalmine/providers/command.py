@@ -55,7 +55,7 @@ TRAJECTORY_WARNINGS = 10
 class CommandSettings(BaseModel):
     """Settings of a ``command`` agent."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     argv: list[str] = Field(min_length=1)
     """Program and arguments, e.g. ``["python3", "agents/analyst.py"]`` (never a shell string)."""

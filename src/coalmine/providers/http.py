@@ -41,7 +41,7 @@ _DEFAULT_BODY: dict[str, JsonValue] = {"prompt": "{{prompt}}"}
 class EnvHeader(BaseModel):
     """A header value read from the environment at call time (a secret: never stored)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     env: str = Field(min_length=1)
     """Name of the environment variable holding the value."""
@@ -52,7 +52,7 @@ class EnvHeader(BaseModel):
 class HttpSettings(BaseModel):
     """Settings of an ``http`` agent: a JSON service reached by one request per prompt."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     url: HttpURL
     """Endpoint; ``{{prompt}}``, ``{{case_id}}`` and ``{{agent}}`` here are percent-encoded."""

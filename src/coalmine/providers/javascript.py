@@ -59,7 +59,7 @@ SUFFIXES = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts")
 class JavaScriptSettings(BaseModel):
     """Settings of a ``javascript`` agent."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     file: ProjectFile = Field(min_length=1)
     """The module, relative to the config file's folder (e.g. ``providers/agent.js``)."""

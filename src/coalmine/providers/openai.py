@@ -1,4 +1,4 @@
-"""The ``openai`` provider: any OpenAI-compatible chat-completions endpoint, over aiohttp.
+"""The ``openai`` provider: any OpenAI-compatible chat-completions endpoint, over HTTP/1.1.
 
 The API key is read from the environment variable the config names (``api_key_env``) at call
 time and is never stored, logged or put in an error: messages are scrubbed of it. The spec's
@@ -39,7 +39,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 class OpenAISettings(PersonaSettings):
     """Settings of an ``openai`` agent (or judge)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     base_url: HttpURL = DEFAULT_BASE_URL
     """Endpoint root, e.g. ``http://127.0.0.1:8000/v1`` for vLLM or llama.cpp."""

@@ -56,7 +56,7 @@ EXPECTED = "expected str or {'output': …, 'tool_calls': […]}"
 class PythonSettings(BaseModel):
     """Settings of a ``python`` agent."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     target: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
     """``module:function``; the function takes ``(prompt)`` or ``(prompt, context)``."""

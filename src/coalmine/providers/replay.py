@@ -87,7 +87,7 @@ class Cassette:
 class ReplaySettings(BaseModel):
     """Settings of a ``replay`` agent: answers come from a cassette, nothing is called."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     cassette: ProjectFile
     """The cassette file (relative to the config file); it must exist when the config loads."""

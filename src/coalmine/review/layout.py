@@ -82,7 +82,7 @@ def _report(issues: _Issues, info: ValidationInfo) -> None:
 class Assertion(BaseModel):
     """One thing the grader checks, against the resolver's or the reviewer's output."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")
     """Stable and unique within the eval (e.g. ``1.3``)."""
@@ -102,7 +102,7 @@ class Assertion(BaseModel):
 class EvalFile(BaseModel):
     """The content of ``eval.json``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     prompt: str
     """Natural framing of the change, given to the reviewer only as context."""
@@ -160,7 +160,7 @@ class ReviewEval(EvalFile):
 class Role(BaseModel):
     """One step of the pipeline: the agent it calls and what its prompt is built from."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     agent: str = Field(min_length=1)
     """A config agent's name."""
@@ -174,7 +174,7 @@ class Role(BaseModel):
 class Pipeline(BaseModel):
     """The roles of a review pipeline, in the order they run."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     roles: dict[str, Role] = Field(min_length=1)
     """Role name → role, in order: a role may take the output of any earlier role."""

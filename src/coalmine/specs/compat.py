@@ -27,7 +27,7 @@ Compat = Literal["promptfoo"]
 class PromptfooPrompt(BaseModel):
     """The column's prompt, as promptfoo lists it (its text is the suite's ``prompt_template``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     label: str
     id: str | None = None
@@ -44,7 +44,7 @@ class PromptfooPrompt(BaseModel):
 class PromptfooProvider(BaseModel):
     """The column's provider, as promptfoo names it; the suite's ``agent`` runs it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     label: str | None = None
@@ -64,7 +64,7 @@ class PromptfooProvider(BaseModel):
 class PromptfooSuite(BaseModel):
     """``promptfoo:`` in a compat suite's YAML: where it came from, and its column."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     config: str
     """The promptfoo config it was imported from (relative to the suite's folder)."""
@@ -90,7 +90,7 @@ class PromptfooSuite(BaseModel):
 class PromptfooCase(BaseModel):
     """One line of a compat suite: a promptfoo test, prepared."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")
     """Stable and unique within the suite (coalmine's; promptfoo numbers tests instead)."""

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class GraderSpec(BaseModel):
     """One grader of a canary: its type, weight and type-specific config."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: str
     """The registered grader name: ``keyword``, ``structural``, ``llm-judge`` …"""
@@ -27,7 +27,7 @@ class GraderSpec(BaseModel):
 class Expected(BaseModel):
     """What a good answer looks like."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     graders: list[GraderSpec] = Field(min_length=1)
     """The graders applied to the agent's response."""
@@ -36,7 +36,7 @@ class Expected(BaseModel):
 class CanarySpec(BaseModel):
     """One canary (seed 000): a known prompt for a phase agent and the graders of its answer."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     """Stable identifier, e.g. ``qa-001-security-review``."""

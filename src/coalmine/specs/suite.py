@@ -31,7 +31,7 @@ SUITES_DIR = Path("harness") / "evals"
 class SuiteMeta(BaseModel):
     """``<suite>.yaml``: defaults for every case of the suite."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     description: str | None = None
     agent: str | None = None
@@ -72,7 +72,7 @@ class SuiteMeta(BaseModel):
 class EvalCase(BaseModel):
     """One line of a suite."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")
     """Stable and unique within the suite."""
