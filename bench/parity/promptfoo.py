@@ -1,6 +1,7 @@
 """Run promptfoo configs in promptfoo and in coalmine, three ways; count the rows that agree.
 
-Run: .venv/bin/python bench/parity/promptfoo.py [--promptfoo EXE] [--verbose] [--json] [DIR ...]
+Run: .venv/bin/python bench/parity/promptfoo.py [--promptfoo EXE] [--verbose] [--json] [--live]
+     [DIR ...]
 
 Each DIR holds a ``promptfooconfig.yaml``, at its top or in one folder below it with the files it
 names around it (default: every folder under ``tests/promptfoo/fixtures/parity/``). The folder is
@@ -21,11 +22,17 @@ each component result are promptfoo's. Everything runs through the CLIs, as a us
 Prints a table (rows agreeing of rows promptfoo gave, per way) and the totals; ``--verbose``
 shows each row that differs and any command's error; ``--json`` prints the counts instead.
 Exits 1 unless every row agrees in every way.
+
+promptfoo's rows of each run are kept in ``tests/promptfoo/fixtures/parity-runs/``, named by a
+digest of everything the run reads (promptfoo's and Node's versions, every file of the config's
+folder): a run whose inputs are unchanged is read from there, any change runs promptfoo again
+and stores its rows. ``--live`` runs promptfoo every time and rewrites the entries.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -41,6 +48,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 PARITY = ROOT / "tests" / "promptfoo" / "fixtures" / "parity"
+RUNS = ROOT / "tests" / "promptfoo" / "fixtures" / "parity-runs"
+"""promptfoo's rows of each run, by the key of its inputs (see ``run_promptfoo``)."""
 CONFIG = "promptfooconfig.yaml"
 WAYS = ("direct", "imported", "exported")
 
@@ -77,15 +86,61 @@ def promptfoo_env(home: Path) -> dict[str, str]:
     }
 
 
-def run_promptfoo(executable: str, config: Path, out: Path) -> tuple[Rows | None, str]:
-    """promptfoo's rows for ``config`` (by testIdx, promptIdx), or None and its error."""
+def run_key(executable: str, scope: Path) -> str:
+    """What a promptfoo run's rows depend on: promptfoo's and Node's versions, every input file.
+
+    ``scope`` is the folder that holds the config and every file it names. The configs run
+    only deterministic providers (echo, exec, scripts), so equal keys mean equal rows.
+    """
+    digest = hashlib.sha256()
+    found = shutil.which(executable) or executable
+    package = Path(os.path.realpath(found)).parents[1] / "package.json"
+    version = json.loads(package.read_text())["version"] if package.is_file() else found
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    digest.update(f"promptfoo {version}\0node {node}\0".encode())
+    for path in sorted(p for p in scope.rglob("*") if p.is_file()):
+        relative = path.relative_to(scope)
+        if relative.parts[0] in (".git", ".coalmine", "promptfoo-home", "node_modules"):
+            continue
+        if relative.name.endswith(".json") and relative.name.startswith(("out", "promptfoo")):
+            continue  # (what the runs write)
+        digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def run_promptfoo(
+    executable: str, config: Path, out: Path, scope: Path | None = None
+) -> tuple[Rows | None, str]:
+    """promptfoo's rows for ``config`` (by testIdx, promptIdx), or None and its error.
+
+    The rows of each run are kept in ``RUNS`` under :func:`run_key`; a run whose key is there
+    is not run again (each promptfoo run is ~5 s, most of it Node loading promptfoo). Set
+    ``COALMINE_PROMPTFOO_RUNS=live`` (or ``--live``) to run every one and rewrite its entry.
+    """
+    stored = RUNS / f"{run_key(executable, scope or config.parent)}.json"
+    if stored.is_file() and os.environ.get("COALMINE_PROMPTFOO_RUNS") != "live":
+        kept = json.loads(stored.read_text(encoding="utf-8"))
+        return {(r["testIdx"], r["promptIdx"]): r for r in kept["rows"]}, ""
     command = [executable, "eval", "-c", config.name, "-o", str(out)]
     command += ["--no-cache", "--no-table", "--no-write", "--no-progress-bar"]
     env = promptfoo_env(out.parent / "promptfoo-home")
     done = subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True)
     if not out.exists():
         return None, f"promptfoo exited {done.returncode}: {done.stderr.strip()[-800:]}"
-    return by_place(json.loads(out.read_text(encoding="utf-8"))), ""
+    rows = by_place(json.loads(out.read_text(encoding="utf-8")))
+    kept_rows = [{"testIdx": t, "promptIdx": p, **stored_verdict(r)} for (t, p), r in rows.items()]
+    RUNS.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"config": str(config.name), "rows": kept_rows}, indent=1, sort_keys=True)
+    stored.write_text(text + "\n", encoding="utf-8")
+    return rows, ""
+
+
+def stored_verdict(row: dict[str, Any]) -> dict[str, Any]:
+    """What of a promptfoo row is kept: what :func:`verdict` reads, in the row's own shape."""
+    grading = row.get("gradingResult") or {}
+    components = [{"pass": c.get("pass")} for c in grading.get("componentResults") or []]
+    kept = {k: row.get(k) for k in ("success", "failureReason", "score", "namedScores")}
+    return {**kept, "gradingResult": {"componentResults": components}}
 
 
 def coalmine(*args: str, cwd: Path, promptfoo: str) -> subprocess.CompletedProcess[str]:
@@ -171,7 +226,7 @@ def compare(folder: Path, executable: str, work: Path, *, suites: int | None = N
     # a team's configs live in a git repository (the files they name may be anywhere in it)
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     config = project / "promptfoo" / config_in(folder).relative_to(folder)
-    theirs, error = run_promptfoo(executable, config, work / "promptfoo.json")
+    theirs, error = run_promptfoo(executable, config, work / "promptfoo.json", project / "promptfoo")
     if theirs is None:
         outcome.notes.append(error)
         return outcome
@@ -243,6 +298,7 @@ def main() -> int:
     parser.add_argument("--promptfoo", default=os.environ.get("COALMINE_PROMPTFOO"))
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--live", action="store_true", help="run promptfoo even for a stored run")
     parser.add_argument(
         "--exported-suites",
         type=int,
@@ -252,6 +308,8 @@ def main() -> int:
     args = parser.parse_args()
     if not args.promptfoo:
         parser.error("give --promptfoo EXE or set COALMINE_PROMPTFOO (promptfoo 0.121.20)")
+    if args.live:
+        os.environ["COALMINE_PROMPTFOO_RUNS"] = "live"
     # coalmine grades promptfoo's markup and SQL assertions on promptfoo's own npm packages
     os.environ["COALMINE_PROMPTFOO"] = args.promptfoo
     folders = args.folders or sorted(p for p in PARITY.iterdir() if p.is_dir())

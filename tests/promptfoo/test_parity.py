@@ -7,6 +7,10 @@ CLIs: directly (``eval run --promptfoo``), imported (``import promptfoo`` + ``ev
 exported back (``export promptfoo`` of the first imported suite, run by promptfoo: each export
 is a promptfoo run of ~5 s, so the harness run by hand exports every suite). Every row must
 agree in every way: success, failureReason, score, named scores, each component's pass.
+
+promptfoo's rows come from ``fixtures/parity-runs/`` when nothing the run reads has changed (the
+harness's docstring says how they are keyed); one test runs promptfoo live and checks that it
+gives today the rows stored for its runs.
 """
 
 from __future__ import annotations
@@ -52,3 +56,22 @@ def test_promptfoo_and_coalmine_agree_on_every_row(folder: Path, promptfoo: str)
         assert outcome["refused"] == []
         assert outcome["rows_exported"] > 0
     assert done.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_promptfoo_live_gives_the_rows_stored_for_its_runs(promptfoo: str) -> None:
+    folder = HERE / "fixtures" / "parity" / "everyday"
+    runs = HERE / "fixtures" / "parity-runs"
+    before = {p.name: p.read_text() for p in runs.glob("*.json")}
+    done = subprocess.run(
+        [sys.executable, str(HARNESS), "--json", "--live", "--exported-suites", "1"]
+        + ["--promptfoo", promptfoo, str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = {p.name: p.read_text() for p in runs.glob("*.json")}
+    rewritten = [name for name in after if name in before and after[name] == before[name]]
+    assert len(rewritten) >= 2, "the live runs' keys are not among the stored ones"
+    assert set(after) == set(before), "a live run stored rows under a key of its own"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import os
 import ssl
@@ -85,6 +86,7 @@ class _Target:
         return (self.scheme, self.host, self.port)
 
 
+@functools.lru_cache(maxsize=256)  # a provider sends every request to one URL, or a few
 def parse_target(url: str) -> _Target:
     """Split an already-quoted URL (``ValueError`` when it is not an http(s) URL)."""
     parts = urlsplit(url)
