@@ -226,7 +226,8 @@ def compare(folder: Path, executable: str, work: Path, *, suites: int | None = N
     # a team's configs live in a git repository (the files they name may be anywhere in it)
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     config = project / "promptfoo" / config_in(folder).relative_to(folder)
-    theirs, error = run_promptfoo(executable, config, work / "promptfoo.json", project / "promptfoo")
+    scope = project / "promptfoo"
+    theirs, error = run_promptfoo(executable, config, work / "promptfoo.json", scope)
     if theirs is None:
         outcome.notes.append(error)
         return outcome
