@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import functools
 import json
 import os
@@ -126,6 +127,8 @@ def _head(method: str, target: _Target, headers: Mapping[str, str], length: int 
         token = base64.b64encode(target.credentials.encode("utf-8")).decode("ascii")
         lines.append(f"Authorization: Basic {token}")
     for name, value in headers.items():
+        if any(c in name or c in value for c in "\r\n\0") or ":" in name:
+            raise ValueError(f"the header {name.strip()!r} holds a line break, NUL or colon")
         if name.lower() in ("host", "content-length", "transfer-encoding"):
             continue  # this client frames the message itself
         lines.append(f"{name}: {value}")
@@ -133,10 +136,7 @@ def _head(method: str, target: _Target, headers: Mapping[str, str], length: int 
         if "content-type" not in names:
             lines.append("Content-Type: application/json")
         lines.append(f"Content-Length: {length}")
-    head = "\r\n".join(lines)
-    if "\n" in head.replace("\r\n", "") or "\r" in head.replace("\r\n", ""):
-        raise ValueError("a header name or value holds a line break")
-    return head.encode("utf-8") + b"\r\n\r\n"
+    return "\r\n".join(lines).encode("utf-8") + b"\r\n\r\n"
 
 
 @dataclass
@@ -212,6 +212,11 @@ class _Connection(asyncio.Protocol):
             self.exchange.body.append(body)
 
     def on_message_complete(self) -> None:
+        ex = self.exchange
+        if ex is not None and 100 <= self.parser.get_status_code() < 200:
+            # an interim answer (100 Continue, 103 Early Hints): the real one follows
+            ex.headers, ex.body, ex.headers_done, ex.framed = [], [], False, False
+            return
         self._complete(keep=self.parser.should_keep_alive())
 
     # ours
@@ -301,6 +306,8 @@ class Wire:
                     ssl=tls,
                     server_hostname=target.host if tls else None,
                 )
+        except TimeoutError:  # (an OSError too: it must not be called a refusal)
+            raise
         except OSError as exc:  # refused, unreachable, DNS, a TLS failure
             why = os.strerror(exc.errno) if exc.errno else str(exc) or type(exc).__name__
             raise TransportError(f"Cannot connect to {target.host_header}: {why}") from None
@@ -370,6 +377,8 @@ class Wire:
             if status == 303 or (status in (301, 302) and method == "POST"):
                 method, body = "GET", None
             following = parse_target(urljoin(target.shown, location))
+            if following.origin == target.origin and following.credentials is None:
+                following = dataclasses.replace(following, credentials=target.credentials)
             if following.origin != target.origin:
                 # Another origin gets none of the caller's headers: any of them may be a key
                 # (Authorization, x-api-key, a custom one), and we cannot tell which.
