@@ -128,7 +128,9 @@ def run_promptfoo(
     if not out.exists():
         return None, f"promptfoo exited {done.returncode}: {done.stderr.strip()[-800:]}"
     rows = by_place(json.loads(out.read_text(encoding="utf-8")))
-    kept_rows = [{"testIdx": t, "promptIdx": p, **stored_verdict(r)} for (t, p), r in rows.items()]
+    kept_rows = [  # in place order: promptfoo's own order varies with its concurrency
+        {"testIdx": t, "promptIdx": p, **stored_verdict(rows[(t, p)])} for t, p in sorted(rows)
+    ]
     RUNS.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"config": str(config.name), "rows": kept_rows}, indent=1, sort_keys=True)
     stored.write_text(text + "\n", encoding="utf-8")
