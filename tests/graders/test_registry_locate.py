@@ -53,42 +53,37 @@ def test_the_locate_tables_name_what_each_module_registers() -> None:
             assert name in registered or name[4:] in registered, name
 
 
-def test_finding_a_text_grader_and_an_http_provider_imports_nothing_else() -> None:
-    code = (
-        "import sys\n"
-        "from coalmine.graders.base import grader_configs\n"
-        "from coalmine.providers.base import provider_settings\n"
-        "assert grader_configs()['not-equals'] is not None\n"
-        "assert provider_settings().get('openai') is not None\n"
-        "assert 'nope' not in grader_configs()\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('coalmine.graders.',"
-        " 'coalmine.providers.'))))\n"
-    )
+def _loaded_after(*lookups: str) -> set[str]:
+    """The grader and provider modules a fresh process holds after running ``lookups``."""
+    code = "\n".join([
+        "import sys",
+        "from coalmine.graders.base import grader_configs",
+        "from coalmine.providers.base import provider_settings",
+        *lookups,
+        "print('\\n'.join(m for m in sys.modules"
+        " if m.startswith(('coalmine.graders.', 'coalmine.providers.'))))",
+    ])  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    loaded = set(eval(done.stdout))  # noqa: S307 - a list literal this test printed
-    assert "coalmine.graders.overlap" in loaded and "coalmine.providers.openai" in loaded
-    # 'nope' is no built-in: that lookup (and only it) imported them all
-    assert "coalmine.graders.rubric" in loaded
+    return set(done.stdout.split())
 
 
 def test_a_lookup_imports_only_its_module() -> None:
-    code = (
-        "import sys\n"
-        "from coalmine.graders.base import grader_configs\n"
-        "from coalmine.providers.base import provider_settings\n"
-        "grader_configs()['regex'], provider_settings()['openai']\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('coalmine.graders.',"
-        " 'coalmine.providers.'))))\n"
+    loaded = _loaded_after(
+        "assert grader_configs()['regex'] is not None",
+        "assert grader_configs()['not-equals'] is not None",
+        "assert provider_settings().get('openai') is not None",
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    loaded = set(eval(done.stdout))  # noqa: S307 - a list literal this test printed
+    assert {"coalmine.graders.overlap", "coalmine.providers.openai"} <= loaded
     for absent in ("coalmine.graders.rubric", "coalmine.graders.llm_judge",
                    "coalmine.providers.anthropic", "coalmine.providers.javascript"):  # fmt: skip
         assert absent not in loaded, absent
+
+
+def test_a_name_no_table_holds_imports_every_built_in() -> None:
+    loaded = _loaded_after("assert 'nope' not in grader_configs()")
+    assert {"coalmine.graders.rubric", "coalmine.graders.llm_judge"} <= loaded
 
 
 def test_the_name_maps_list_every_name_and_pickle_as_themselves() -> None:

@@ -14,7 +14,6 @@ import ast
 import functools
 import inspect
 import sys
-import types
 import typing
 from typing import Any
 
@@ -51,10 +50,7 @@ def _held_models(annotation: Any) -> list[type[BaseModel]]:
     """The models an annotation holds (``list[X]``, ``X | None``, ``dict[str, X]`` …)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
-    args = typing.get_args(annotation)
-    if isinstance(annotation, types.UnionType) or args:
-        return [m for arg in args for m in _held_models(arg)]
-    return []
+    return [m for arg in typing.get_args(annotation) for m in _held_models(arg)]
 
 
 _DESCRIBED: set[type[BaseModel]] = set()

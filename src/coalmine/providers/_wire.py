@@ -326,7 +326,8 @@ class Wire:
             except TransportError:
                 if conn.answered:
                     raise
-                # the server had closed this idle connection: it never saw the request
+                # the keep-alive race: the server closed this idle connection as the request
+                # went out, and no byte of an answer began, so it is sent once more on a new one
         conn = await self._connect(target, deadline)
         return await self._finish(target, conn, payload, deadline)
 
