@@ -86,6 +86,27 @@ def promptfoo_env(home: Path) -> dict[str, str]:
     }
 
 
+def promptfoo_version(executable: str) -> str:
+    """The version in the ``package.json`` of the promptfoo package that ``executable`` runs.
+
+    The key must not hold the install's path: CI installs promptfoo in a fresh temporary
+    folder, and a key that named it would match no stored run. The ``.bin`` entry links into
+    the package (``promptfoo/dist/src/entrypoint.js``), so its folders are walked up to the
+    package's own ``package.json``; without one, promptfoo is asked (``--version``).
+    """
+    found = Path(os.path.realpath(shutil.which(executable) or executable))
+    for folder in found.parents:
+        package = folder / "package.json"
+        if package.is_file():
+            meta = json.loads(package.read_text(encoding="utf-8"))
+            if meta.get("name") == "promptfoo" and isinstance(meta.get("version"), str):
+                return str(meta["version"])
+    with tempfile.TemporaryDirectory() as home:
+        done = subprocess.run([str(found), "--version"], capture_output=True, text=True,
+                              env=promptfoo_env(Path(home)))  # fmt: skip
+    return done.stdout.strip() or found.name
+
+
 def run_key(executable: str, scope: Path) -> str:
     """What a promptfoo run's rows depend on: promptfoo's and Node's versions, every input file.
 
@@ -93,15 +114,15 @@ def run_key(executable: str, scope: Path) -> str:
     only deterministic providers (echo, exec, scripts), so equal keys mean equal rows.
     """
     digest = hashlib.sha256()
-    found = shutil.which(executable) or executable
-    package = Path(os.path.realpath(found)).parents[1] / "package.json"
-    version = json.loads(package.read_text())["version"] if package.is_file() else found
+    version = promptfoo_version(executable)
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     digest.update(f"promptfoo {version}\0node {node}\0".encode())
     for path in sorted(p for p in scope.rglob("*") if p.is_file()):
         relative = path.relative_to(scope)
         if relative.parts[0] in (".git", ".coalmine", "promptfoo-home", "node_modules"):
             continue
+        if "__pycache__" in relative.parts:
+            continue  # (Python writes these beside a script that promptfoo or a test ran)
         if relative.name.endswith(".json") and relative.name.startswith(("out", "promptfoo")):
             continue  # (what the runs write)
         digest.update(str(relative).encode() + b"\0" + path.read_bytes() + b"\0")
