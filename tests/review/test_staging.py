@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
+from coalmine.review import staging
 from coalmine.review.layout import Assertion, ReviewEval
 from coalmine.review.staging import StagedEval, StagingError, stage_all, stage_eval
 
@@ -236,17 +236,17 @@ def test_stage_all_removes_the_stage_dir_unless_kept(tmp_path: Path) -> None:
 def test_stage_all_cleans_up_when_an_eval_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made: list[str] = []
-    real = tempfile.mkdtemp
+    made: list[Path] = []
+    real = staging.make_scratch
 
-    def spy(**kwargs: str) -> str:
-        made.append(real(**kwargs))
+    def spy(kind: str) -> Path:
+        made.append(real(kind))
         return made[-1]
 
-    monkeypatch.setattr("coalmine.review.staging.tempfile.mkdtemp", spy)
+    monkeypatch.setattr(staging, "make_scratch", spy)
     good, bad = make_eval(tmp_path, "good"), make_eval(tmp_path, "bad")
     write(good, "f.txt", "x\n")
     (bad.test_files / "out").symlink_to("/etc")
     with pytest.raises(StagingError, match="eval 'bad'"), stage_all([good, bad], keep=False):
         pass
-    assert made and not Path(made[0]).exists()
+    assert made and not made[0].exists()

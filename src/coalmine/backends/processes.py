@@ -12,6 +12,7 @@ pipes of its own (:mod:`coalmine.backends.frames`).
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -209,6 +210,11 @@ def spawn_workers(factory: str, names: Sequence[str]) -> list[ProcessShard]:
     if sys.platform != "linux":
         return [ProcessShard(_spawn(factory), name) for name in names]
     load_factory(factory)
+    # What exists now (modules, the config, the plan) lives as long as the run: frozen, the
+    # collector never walks it, so neither process touches those pages to count references and
+    # a worker copies fewer of the driver's pages (at 5,000 cases a worker made 6,500 fewer
+    # page faults: 38,400 → 31,900, from getrusage's ru_minflt)
+    gc.freeze()
     forked: list[_Forked] = []
     for _ in names:
         forked.append(_fork([fd for f in forked for fd in f.fds()]))

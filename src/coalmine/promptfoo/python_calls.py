@@ -32,7 +32,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from typing import Any
 
 import anyio
 
+from coalmine._util.scratch import scratch
 from coalmine.promptfoo.script_results import is_grading_result
 from coalmine.promptfoo.where import python_frame
 
@@ -173,7 +173,7 @@ def _prepared(
 ) -> Iterator[tuple[list[str], bytes, Path]]:
     """The command that calls ``function``, its JSON input, and the file its answer goes to."""
     payload = _payload(args)
-    with tempfile.TemporaryDirectory(prefix="coalmine-python-") as tmp:
+    with scratch("python") as tmp:
         out = Path(tmp) / "output.json"
         command = [python or python_executable(), "-c", _WRAPPER, str(script), function, str(out)]
         yield command, payload, out
@@ -213,7 +213,7 @@ def _answer(returncode: int, stderr: bytes, out: Path) -> Any:
 
 async def run_inline(code: str, args: list[Any], *, cwd: Path, python: str | None = None) -> Any:
     """Run inline assertion code as ``main(output, context)``."""
-    with tempfile.TemporaryDirectory(prefix="coalmine-python-code-") as tmp:
+    with scratch("python-code") as tmp:
         script = Path(tmp) / "script.py"
         script.write_text(inline_script(code), encoding="utf-8")
         return await run_python(script, "main", args, cwd=cwd, python=python)

@@ -21,7 +21,6 @@ renders it as a table, as JSON, or as promptfoo's own result file.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -33,6 +32,7 @@ import yaml
 
 from coalmine._util.clock import Clock, SystemClock
 from coalmine._util.locations import root_for
+from coalmine._util.scratch import scratch as scratch_folder
 from coalmine.config import AgentConfig, Config, load_config
 from coalmine.engine.call import Caller
 from coalmine.engine.events import EvalProgress, EvalStart, Hooks, emit
@@ -305,10 +305,10 @@ def build_agents(
             agents[index] = provider.problem or "no coalmine provider runs it"
             continue
         ref = matrix.providers[index]
-        with tempfile.TemporaryDirectory(prefix="coalmine-promptfoo-") as scratch:
+        with scratch_folder("promptfoo") as scratch:
             entry = {"agents": {provider.agent_name: plain_data(provider.agent)}}
             text = yaml.safe_dump(entry, sort_keys=False, allow_unicode=True)
-            (Path(scratch) / "coalmine.yaml").write_text(text, encoding="utf-8")
+            (scratch / "coalmine.yaml").write_text(text, encoding="utf-8")
             try:
                 config = load_config(
                     Path(scratch), providers=provider_settings(), base_dir=matrix.base_dir,

@@ -29,7 +29,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +37,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from coalmine._util.scratch import make_scratch
 from coalmine.errors import FailureKind, ProviderError
 from coalmine.providers._promptfoo import call_context, call_options, exec_output, js_json
 from coalmine.providers.agent_groups import agent_groups
@@ -98,7 +98,7 @@ class CommandProvider:
 
     async def call(self, request: AgentRequest) -> AgentOutput:
         """Run the program once with the prompt on stdin; read its trajectory file after."""
-        folder = Path(tempfile.mkdtemp(prefix="coalmine-trajectory-"))  # mode 0700: private
+        folder = make_scratch("trajectory")  # mode 0700: private
         try:
             trajectory = folder / "trajectory.jsonl"
             os.close(os.open(trajectory, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))

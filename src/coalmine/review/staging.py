@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from coalmine._util.scratch import make_scratch
 from coalmine.review.fixtures import StagingError, check_fixture
 from coalmine.review.layout import ReviewEval
 
@@ -117,7 +117,7 @@ def stage_all(
     Raises:
         StagingError: an eval could not be staged (the folder is removed unless ``keep``).
     """
-    stage_dir = Path(tempfile.mkdtemp(prefix="coalmine-review-"))
+    stage_dir = make_scratch("review")
     try:
         staged: dict[str, StagedEval] = {}
         for ev in evals:
