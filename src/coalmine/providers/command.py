@@ -13,7 +13,8 @@ in ``COALMINE_TRAJECTORY``. An agent may append JSON lines to it, e.g.
 ``{"type": "tool_call", "name": "read_file", "arguments": {"path": "a.py"}, "id": "t1"}``;
 after a successful exit its ``tool_call`` lines become ``AgentOutput.tool_calls``, in order.
 ``message`` lines and unknown types are skipped; a line that cannot be read is a warning, not an
-error. The folder is removed after every call, whatever its end.
+error. The folder is removed after every call, whatever its end; one that a killed run could not
+remove is swept by a later run (:mod:`coalmine._util.scratch`).
 
 ``convention: promptfoo`` runs the program as promptfoo's ``exec:`` provider does (0.121.20):
 three more arguments after ``argv`` (the prompt, the ``options`` as JSON, the call context
