@@ -91,6 +91,7 @@ class ProcessShard:
         self._next = 0
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._dead: str | None = None
+        self._gone: anyio.Event | None = None  # set when ``_dead`` says why; made in serve
         threading.Thread(target=self._keep_stderr, daemon=True).start()
 
     def _keep_stderr(self) -> None:
@@ -102,6 +103,7 @@ class ProcessShard:
     async def serve(self, engine: EngineSpec) -> None:
         """Open the worker's engine, then hand each answer to its batch until the worker ends."""
         ready = self._ready = self._ready or anyio.Event()
+        gone = self._gone = anyio.Event()
         assert self.process.stdin is not None and self.process.stdout is not None
         self._pipe = pipe = await FramePipe.open(self.process.stdout, self.process.stdin)
         try:
@@ -127,6 +129,7 @@ class ProcessShard:
                 reply.done.set()
         self._dead = self._dead or await self._why_dead()
         ready.set()
+        gone.set()
         for reply in self._replies.values():
             reply.error = ShardLost(self._dead)
             reply.done.set()
@@ -165,6 +168,10 @@ class ProcessShard:
             self._pipe.send(("batch", number, batch))
         except ConnectionError:
             self._replies.pop(number, None)
+            # the pipe broke before serve() learnt why: wait for its reason (exit code, stderr)
+            if self._gone is not None:
+                with anyio.move_on_after(5):
+                    await self._gone.wait()
             raise ShardLost(self._dead or "the worker process closed its input") from None
         await reply.done.wait()
         if reply.error is not None:

@@ -1,0 +1,51 @@
+"""The cyclic collector paused around a block, and resumed as it was."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from coalmine._util.collector import collector_paused
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: _Node | None = None
+
+
+def test_the_collector_is_paused_in_the_block_and_collects_the_block_s_cycles_after() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a
+        alive = weakref.ref(a)
+        del a, b
+        assert alive() is not None  # a cycle: reference counting alone cannot free it
+    assert gc.isenabled()
+    gc.collect()
+    assert alive() is None
+
+
+def test_a_nested_pause_resumes_only_at_the_outermost_end_and_a_disabled_one_stays_so() -> None:
+    with collector_paused():
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_collector_resumes_when_the_block_raises() -> None:
+    try:
+        with collector_paused():
+            raise ValueError("boom")
+    except ValueError:
+        pass
+    assert gc.isenabled()
