@@ -85,6 +85,17 @@ def test_a_scratch_folder_is_private_named_for_its_process_and_removed_after(
     assert again.exists()  # once a process: not a directory listing a call
 
 
+def test_a_folder_made_to_be_kept_is_never_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    kept = make_scratch("review", keep=True)  # `review stage --keep`: the user inspects it later
+    assert kept.name.startswith("coalmine-review-kept-")
+    os.utime(kept, (OLD, OLD))
+    assert sweep_orphans("review", tmp_path) == []
+    assert kept.is_dir()
+
+
 @pytest.mark.slow
 def test_a_killed_run_s_trajectory_folder_is_swept_by_a_later_run(tmp_path: Path) -> None:
     project, scratch_root = tmp_path / "project", tmp_path / "tmp"

@@ -384,25 +384,43 @@ def test_an_answer_with_connection_close_is_not_reused_and_the_client_closes_it(
     assert closed_by_client == [True, True]
 
 
-def test_an_idle_connection_the_server_closed_is_replaced_and_the_request_sent_once() -> None:
+def _one_answer_then_closed(*, read_the_next: bool) -> Handler:
+    """Connection 1 answers ``one`` as if kept alive, then closes; later ones answer ``two``.
+
+    With ``read_the_next`` it reads the next request before it closes: the keep-alive race.
+    """
+
     async def handle(
         server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int
     ) -> None:
-        if number == 1:  # answers as if keeping the connection, then closes it at once
+        if number == 1:
             await server.read(reader, number)
             writer.write(response(b"one"))
             await writer.drain()
+            if read_the_next:
+                await server.read(reader, number)  # read, and dropped without a byte of answer
             return
         await answering(response(b"two"))(server, reader, writer, number)
 
+    return handle
+
+
+def _first_then(handle: Handler, method: str) -> tuple[Server, Any]:
+    """``GET /first``, then ``method /second`` on one Wire; the server and the second's result."""
+
     async def main() -> tuple[Server, list[Any]]:
         async with serving(handle) as server:
-            results = await fetch(server, ("GET", "/first", {}), ("GET", "/second", {}))
+            results = await fetch(server, ("GET", "/first", {}), (method, "/second", {}))
         return server, results
 
     server, (first, second) = run(main)
     assert first.body == b"one"
     assert not isinstance(second, Exception), second
+    return server, second
+
+
+def test_an_idle_connection_the_server_closed_is_replaced_and_the_request_sent_once() -> None:
+    server, second = _first_then(_one_answer_then_closed(read_the_next=False), "GET")
     assert second.body == b"two"
     assert server.accepts == 2
     assert [(s.line, s.connection) for s in server.requests] == [
@@ -413,25 +431,7 @@ def test_an_idle_connection_the_server_closed_is_replaced_and_the_request_sent_o
 
 def test_a_request_lost_on_a_reused_connection_without_an_answer_is_sent_once_more() -> None:
     # the keep-alive race: the server closes the idle connection as the request comes in
-    async def handle(
-        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int
-    ) -> None:
-        if number == 1:
-            await server.read(reader, number)
-            writer.write(response(b"one"))
-            await writer.drain()
-            await server.read(reader, number)  # read, and dropped without a byte of answer
-            return
-        await answering(response(b"two"))(server, reader, writer, number)
-
-    async def main() -> tuple[Server, list[Any]]:
-        async with serving(handle) as server:
-            results = await fetch(server, ("GET", "/first", {}), ("POST", "/second", {}))
-        return server, results
-
-    server, (first, second) = run(main)
-    assert first.body == b"one"
-    assert not isinstance(second, Exception), second
+    server, second = _first_then(_one_answer_then_closed(read_the_next=True), "POST")
     assert second.body == b"two"
     assert server.accepts == 2
     assert [(s.line, s.connection) for s in server.requests] == [

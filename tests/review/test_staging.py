@@ -227,6 +227,7 @@ def test_stage_all_removes_the_stage_dir_unless_kept(tmp_path: Path) -> None:
     with stage_all(evals, keep=True) as (stage_dir, staged):
         pass
     try:
+        assert stage_dir.name.startswith("coalmine-review-kept-")  # no later run sweeps it
         assert (stage_dir / "two" / "f.txt").read_text(encoding="utf-8") == "two\n"
         assert git(stage_dir / "one", "diff", "--cached", "--name-only") == "f.txt\n"
     finally:
@@ -239,8 +240,8 @@ def test_stage_all_cleans_up_when_an_eval_is_refused(
     made: list[Path] = []
     real = staging.make_scratch
 
-    def spy(kind: str) -> Path:
-        made.append(real(kind))
+    def spy(kind: str, *, keep: bool = False) -> Path:
+        made.append(real(kind, keep=keep))
         return made[-1]
 
     monkeypatch.setattr(staging, "make_scratch", spy)

@@ -5,7 +5,9 @@ A process killed outright (SIGKILL, the OOM killer, a lost machine) cannot remov
 the first folder a process makes of a kind sweeps the orphans of that kind: folders of this user
 whose process is gone and that nothing has touched for :data:`ORPHAN_AGE` seconds. The age is a
 guard for a temporary folder shared between PID namespaces (containers), where a live process
-of another namespace has a pid that looks dead here.
+of another namespace has a pid that looks dead here. A folder made to be kept (``keep=True``: a
+user asked to inspect it) has no pid in its name, ``coalmine-<kind>-kept-<random>``, and is
+never swept.
 """
 
 from __future__ import annotations
@@ -25,13 +27,17 @@ _swept: set[tuple[str, str]] = set()
 """(temporary folder, kind) already swept by this process."""
 
 
-def make_scratch(kind: str) -> Path:
-    """A new private folder for ``kind`` (``trajectory``, ``review`` …); the caller removes it."""
+def make_scratch(kind: str, *, keep: bool = False) -> Path:
+    """A new private folder for ``kind`` (``trajectory``, ``review`` …); the caller removes it.
+
+    ``keep``: the folder outlives the process on purpose, so no later sweep may take it.
+    """
     root = tempfile.gettempdir()
     if (root, kind) not in _swept:
         _swept.add((root, kind))
         sweep_orphans(kind, Path(root))
-    return Path(tempfile.mkdtemp(prefix=f"coalmine-{kind}-{os.getpid()}-", dir=root))
+    owner = "kept" if keep else str(os.getpid())
+    return Path(tempfile.mkdtemp(prefix=f"coalmine-{kind}-{owner}-", dir=root))
 
 
 @contextmanager
@@ -54,7 +60,8 @@ def sweep_orphans(kind: str, root: Path, *, now: float | None = None) -> list[Pa
     prefix = f"coalmine-{kind}-"
     removed = []
     try:
-        entries = list(os.scandir(root))
+        with os.scandir(root) as listing:
+            entries = list(listing)
     except OSError:
         return []
     for entry in entries:
@@ -64,7 +71,7 @@ def sweep_orphans(kind: str, root: Path, *, now: float | None = None) -> list[Pa
         if not pid_text.isdigit() or _alive(int(pid_text)):
             continue
         try:
-            if not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != _uid():
+            if not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
                 continue
             if now - _last_touched(Path(entry.path)) < ORPHAN_AGE:
                 continue
@@ -82,20 +89,15 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True  # another user's process
     except OSError:
-        return True  # (an impossible pid is no proof the folder is an orphan)
+        return True  # another user's process (or a pid no proof of anything either way)
     return True
-
-
-def _uid() -> int | None:
-    return os.getuid() if hasattr(os, "getuid") else None
 
 
 def _last_touched(folder: Path) -> float:
     """The newest modification time of ``folder`` and the files right in it."""
     newest = folder.stat().st_mtime
-    for entry in os.scandir(folder):
-        newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+    with os.scandir(folder) as listing:
+        for entry in listing:
+            newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
     return newest

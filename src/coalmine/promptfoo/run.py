@@ -311,7 +311,7 @@ def build_agents(
             (scratch / "coalmine.yaml").write_text(text, encoding="utf-8")
             try:
                 config = load_config(
-                    Path(scratch), providers=provider_settings(), base_dir=matrix.base_dir,
+                    scratch, providers=provider_settings(), base_dir=matrix.base_dir,
                     project_root=root,
                 )  # fmt: skip
             except ConfigError as exc:

@@ -117,7 +117,7 @@ def stage_all(
     Raises:
         StagingError: an eval could not be staged (the folder is removed unless ``keep``).
     """
-    stage_dir = make_scratch("review")
+    stage_dir = make_scratch("review", keep=keep)
     try:
         staged: dict[str, StagedEval] = {}
         for ev in evals:
