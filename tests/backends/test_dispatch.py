@@ -7,6 +7,7 @@ batch it holds at once and every batch after, as a worker process whose pipe clo
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 from typing import Any
@@ -283,7 +284,7 @@ def test_run_items_keeps_the_order_and_holds_the_limit() -> None:
         return f"r{item}"
 
     async def scenario() -> list[Any]:
-        return await run_items(handler, anyio.CapacityLimiter(3), list(range(12)))
+        return await run_items(handler, asyncio.Semaphore(3), list(range(12)))
 
     assert anyio.run(scenario) == [f"r{i}" for i in range(12)]
     assert most == 3

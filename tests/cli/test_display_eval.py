@@ -10,7 +10,8 @@ import anyio
 from rich.console import Console
 from rich.progress import Progress
 
-from coalmine.cli.display import JsonlDisplay, PlainDisplay, RichDisplay, _EtaColumn, _RateColumn
+from coalmine.cli.display import JsonlDisplay, PlainDisplay
+from coalmine.cli.live import RichDisplay, _EtaColumn, _RateColumn
 from coalmine.engine.events import EvalEnd, EvalProgress, EvalStart
 from coalmine.results import EvalGate, EvalSuiteResult, EvalTokens
 

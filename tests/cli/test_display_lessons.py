@@ -8,7 +8,8 @@ import json
 import anyio
 from rich.console import Console
 
-from coalmine.cli.display import JsonlDisplay, PlainDisplay, RichDisplay, make_display
+from coalmine.cli.display import JsonlDisplay, PlainDisplay, make_display
+from coalmine.cli.live import RichDisplay
 from coalmine.engine.events import LessonsRecalled
 from coalmine.results import RecalledLesson
 

@@ -15,6 +15,7 @@ says so; what finished is kept, and the run can be resumed.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -164,7 +165,7 @@ async def dispatch(
 
 
 async def run_items(
-    handler: Callable[[T], Awaitable[Any]], limiter: anyio.CapacityLimiter, batch: list[T]
+    handler: Callable[[T], Awaitable[Any]], limiter: asyncio.Semaphore, batch: list[T]
 ) -> list[Any]:
     """Run a batch on an engine: each item within ``limiter``; the results in order."""
     results: list[Any] = [None] * len(batch)

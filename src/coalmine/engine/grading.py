@@ -18,7 +18,6 @@ from coalmine.engine.call import Caller
 from coalmine.engine.policy import Calibration, JudgeGate, grader_policy
 from coalmine.errors import ConfigError
 from coalmine.graders.base import GradeContext, GraderType, JudgeFn, JudgeReply
-from coalmine.graders.judged import judge_prompt_identity
 from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.results import (
     Grade,
@@ -73,6 +72,9 @@ def load_python_graders(config: Config) -> dict[str, Any]:
 
 def judge_gate(store: Store | None, judge: Caller, *, configured_blocking: bool) -> JudgeGate:
     """The judge's calibrations from the store, ready to say which judge graders may block."""
+    # here: the judge graders' modules cost 20 ms a start, and a run without a judge needs none
+    from coalmine.graders.judged import judge_prompt_identity
+
     rows = store.calibrations(judge.identity_key()) if store is not None else []
     return JudgeGate(
         [Calibration(i, may_block, record) for i, may_block, record, _ in rows],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coalmine._util.clock import Clock
 from coalmine._util.secrets import redact, redact_encoded
@@ -36,7 +36,6 @@ from coalmine.evals.plan import PlannedSuite
 from coalmine.evals.summary import STDERR_MARK
 from coalmine.graders.base import GradeContext, GraderType
 from coalmine.graders.base import registry as graders
-from coalmine.graders.llm_judge import JudgeGrade
 from coalmine.providers.base import AgentRequest, CallContext
 from coalmine.results import (
     OUTPUT_LIMIT,
@@ -47,6 +46,9 @@ from coalmine.specs.suite import SuiteCase
 from coalmine.store.evals import (
     Attempt,
 )
+
+if TYPE_CHECKING:
+    from coalmine.graders.llm_judge import JudgeGrade
 
 
 @dataclass
@@ -194,7 +196,7 @@ async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -
     prompt_tokens = usage.prompt_tokens if usage is not None else None
     completion_tokens = usage.completion_tokens if usage is not None else None
     cost = usage.cost if usage is not None else None
-    judge_usage = [g.usage for g in grades.values() if isinstance(g, JudgeGrade) and g.usage]
+    judge_usage = [g.usage for g in _judge_grades(grades).values() if g.usage]
     for u in judge_usage:
         prompt_tokens = (prompt_tokens or 0) + u.get("prompt_tokens", 0)
         completion_tokens = (completion_tokens or 0) + u.get("completion_tokens", 0)
@@ -348,9 +350,22 @@ def _judge_replies(grades: Mapping[str, Grade]) -> dict[str, list[str]]:
     """Each judge grade's raw replies, in call order (what the judge said, word for word)."""
     return {
         key: [call.reply for call in grade.calls if call.reply is not None]
-        for key, grade in grades.items()
-        if isinstance(grade, JudgeGrade) and any(c.reply is not None for c in grade.calls)
+        for key, grade in _judge_grades(grades).items()
+        if any(c.reply is not None for c in grade.calls)
     }
+
+
+def _judge_grades(grades: Mapping[str, Grade]) -> dict[str, JudgeGrade]:
+    """The grades a judge gave (``llm-judge``, ``llm-rubric`` …).
+
+    Where every grade is a plain ``Grade`` no judge grader ran, and the judge's module (a
+    start-up cost of 20 ms with the rubric's) is not imported for the answer.
+    """
+    if all(type(g) is Grade for g in grades.values()):
+        return {}
+    from coalmine.graders.llm_judge import JudgeGrade
+
+    return {k: g for k, g in grades.items() if isinstance(g, JudgeGrade)}
 
 
 def _output_record(text: str, secrets: list[str]) -> dict[str, Any]:

@@ -33,7 +33,6 @@ from coalmine.errors import ConfigError
 from coalmine.evals.attempt import RunEnv, SuiteRun, run_attempt
 from coalmine.evals.plan import EvalPlan, PlannedSuite, plan_agents
 from coalmine.graders.base import grader_configs
-from coalmine.graders.judged import judge_prompt_identity
 from coalmine.specs.suite import open_suite_index
 from coalmine.store.evals import Attempt
 
@@ -173,6 +172,8 @@ async def open_eval_engine(
         judge = wiring.caller(config.judge)
         if config.judge.name in config.agents:
             callers[config.judge.name] = judge
+        from coalmine.graders.judged import judge_prompt_identity  # (20 ms: with a judge only)
+
         gate = JudgeGate(
             list(spec.calibrations),
             configured_blocking=spec.configured_blocking,
