@@ -198,9 +198,10 @@ def check_graders(
             problems.extend(_validation_problems(exc, doc, model, prefix=prefix))
             continue
         if inputs is not None:
-            line = doc.line_of((*loc, "type"))
-            for message in _missing_inputs(grader.type, validated, inputs, canary=canary):
-                problems.append(Problem(line, message))
+            missing = _missing_inputs(grader.type, validated, inputs, canary=canary)
+            if missing:  # (the line is looked up only for a problem: a scan checks every line)
+                line = doc.line_of((*loc, "type"))
+                problems.extend(Problem(line, message) for message in missing)
     if graders and sum(g.weight for g in graders) <= 0:
         problems.append(
             Problem(

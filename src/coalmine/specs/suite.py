@@ -19,13 +19,14 @@ from typing import Any, BinaryIO, NamedTuple
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from coalmine._source import Document, Problem, SourceError, load_yaml, read_json
+from coalmine._source import MAX_DEPTH, Document, Problem, SourceError, load_yaml, read_json
 from coalmine._source import validation_problems as _validation_problems
 from coalmine._util.collector import collector_paused
 from coalmine._util.compact import CompactStrings, SeenIds
 from coalmine.specs.compat import Compat, PromptfooCase, PromptfooSuite
 from coalmine.specs.loader import check_graders
 from coalmine.specs.models import GraderSpec
+from coalmine.specs.template import PromptTemplate
 
 SUITES_DIR = Path("harness") / "evals"
 KEEP_BYTES = 1024 * 1024
@@ -176,7 +177,7 @@ class SuiteIndex:
     name: str
     path: Path
     meta: SuiteMeta
-    template: jinja2.Template | None
+    template: PromptTemplate | None
     grader_configs: Mapping[str, type[BaseModel]]
     ids: CompactStrings = field(default_factory=CompactStrings)
     lines: array[int] = field(default_factory=lambda: array("q"))
@@ -347,27 +348,18 @@ def _load_line(
     number: int,
     path: Path,
     meta: SuiteMeta,
-    template: jinja2.Template | None,
+    template: PromptTemplate | None,
     grader_configs: Mapping[str, type[BaseModel]],
     *,
     check: bool = True,
 ) -> SuiteCase | BadLine:
     """Parse one line; ``check=False`` skips the grader checks a scan already made."""
-    try:
-        data = read_json(raw)
-    except json.JSONDecodeError as exc:
-        return BadLine(path, number, f"not valid JSON ({exc.msg}, column {exc.colno})")
-    if not isinstance(data, dict):
-        return BadLine(path, number, "a case must be a JSON object")
-    case_id = data.get("id") if isinstance(data.get("id"), str) else None
-    if meta.compat == "promptfoo":
-        return _load_promptfoo_line(data, number, path, meta, case_id)
-    try:
-        case = EvalCase.model_validate(data)
-    except ValidationError as exc:
-        doc = Document(path, data, {}, number)
-        found = _validation_problems(exc, doc, EvalCase)
-        return BadLine(path, number, "; ".join(p.message for p in found), case_id)
+    case = _valid_case(raw) if meta.compat is None else None
+    if case is None:
+        found = _parse_case(raw, number, path, meta)
+        if not isinstance(found, EvalCase):
+            return found
+        case = found
     graders = [*meta.graders, *case.graders]
     if check:
         if not graders:
@@ -384,11 +376,47 @@ def _load_line(
         return BadLine(path, number, "'vars' needs a prompt_template in the suite's YAML", case.id)
     else:
         try:
-            prompt = template.render(**(case.vars or {}))
+            prompt = template.render(case.vars or {})
         except jinja2.TemplateError as exc:
             return BadLine(path, number, f"prompt_template: {exc}", case.id)
     threshold = case.threshold if case.threshold is not None else meta.threshold
     return SuiteCase(case, prompt, graders, threshold, case.agent or meta.agent, number)
+
+
+def _valid_case(raw: str) -> EvalCase | None:
+    """The case on a line that is a valid case, parsed and checked in one pass; else None.
+
+    pydantic reads the JSON itself (half the time of ``json.loads`` and then validating the
+    dict). A line it refuses, or one whose brackets could nest past ``MAX_DEPTH``, goes the
+    long way (:func:`_parse_case`), which says what is wrong in coalmine's words.
+    """
+    if raw.count("{") + raw.count("[") > MAX_DEPTH:
+        return None
+    try:
+        return EvalCase.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+def _parse_case(
+    raw: str, number: int, path: Path, meta: SuiteMeta
+) -> EvalCase | SuiteCase | BadLine:
+    """A line read as JSON and then validated: a case, a compat suite's line, or what is wrong."""
+    try:
+        data = read_json(raw)
+    except json.JSONDecodeError as exc:
+        return BadLine(path, number, f"not valid JSON ({exc.msg}, column {exc.colno})")
+    if not isinstance(data, dict):
+        return BadLine(path, number, "a case must be a JSON object")
+    case_id = data.get("id") if isinstance(data.get("id"), str) else None
+    if meta.compat == "promptfoo":
+        return _load_promptfoo_line(data, number, path, meta, case_id)
+    try:
+        return EvalCase.model_validate(data)
+    except ValidationError as exc:
+        doc = Document(path, data, {}, number)
+        found = _validation_problems(exc, doc, EvalCase)
+        return BadLine(path, number, "; ".join(p.message for p in found), case_id)
 
 
 def _load_promptfoo_line(
@@ -412,7 +440,7 @@ def _load_promptfoo_line(
 
 class _Meta(NamedTuple):
     meta: SuiteMeta
-    template: jinja2.Template | None
+    template: PromptTemplate | None
 
 
 def _load_meta(path: Path, grader_configs: Mapping[str, type[BaseModel]]) -> _Meta:
@@ -434,9 +462,8 @@ def _load_meta(path: Path, grader_configs: Mapping[str, type[BaseModel]]) -> _Me
         raise SourceError(problems[0].message, path=path, line=problems[0].line)
     if meta.compat or meta.prompt_template is None:
         return _Meta(meta, None)
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)  # noqa: S701 - prompts are text, not HTML
     try:
-        return _Meta(meta, env.from_string(meta.prompt_template))
+        return _Meta(meta, PromptTemplate(meta.prompt_template))
     except jinja2.TemplateSyntaxError as exc:
         line = doc.line_of(("prompt_template",))
         raise SourceError(f"prompt_template: {exc.message}", path=path, line=line) from None
