@@ -143,8 +143,10 @@ class Projection(Mapping[str, V]):
         return value
 
     def get(self, name: str, default: V | None = None) -> V | None:  # type: ignore[override]
-        """``self[name]``, or ``default``: one call where ``Mapping.get`` made three (a scan
-        looks up every grader of every line)."""
+        """``self[name]``, or ``default``.
+
+        One call where ``Mapping.get`` made three: a scan looks up every grader of every line.
+        """
         item = self._registry.find(name)
         return default if item is None else getattr(item, self._attribute)
 
