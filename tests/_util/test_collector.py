@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from coalmine._util.collector import collector_paused
+from coalmine._util.collector import collector_frozen, collector_paused
 
 
 class _Node:
@@ -49,3 +49,23 @@ def test_the_collector_resumes_when_the_block_raises() -> None:
     except ValueError:
         pass
     assert gc.isenabled()
+
+
+def test_what_exists_before_a_frozen_block_is_out_of_reach_in_it_and_given_back_after() -> None:
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    alive = weakref.ref(a)
+    with collector_frozen():
+        assert gc.get_freeze_count() > 0
+        del a, b
+        gc.collect()
+        assert alive() is not None  # frozen: not even a full collection frees the cycle
+        c, d = _Node(), _Node()
+        c.other, d.other = d, c
+        made = weakref.ref(c)
+        del c, d
+        gc.collect()
+        assert made() is None  # what the block makes is collected as ever
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert alive() is None

@@ -1,4 +1,8 @@
-"""Pausing Python's cyclic garbage collector around work that makes no cycles worth collecting."""
+"""Keeping Python's cyclic garbage collector off work that gains nothing from it.
+
+``collector_paused``: a block that makes no cycles worth collecting (a scan).
+``collector_frozen``: what exists before a long block lives through it (a run's plan).
+"""
 
 from __future__ import annotations
 
@@ -21,3 +25,20 @@ def collector_paused() -> Iterator[None]:
     finally:
         if running:
             gc.enable()
+
+
+@contextmanager
+def collector_frozen() -> Iterator[None]:
+    """Move every object that exists now out of the collector's reach while the block runs.
+
+    A run's modules, config and plan (with a small suite's every case) live until it ends,
+    yet each full collection walked them all: the first ones after a 5,000-case scan took
+    60 ms before the first request, and more during the run. Frozen, they are still freed by
+    reference counting; a cycle among them waits for the block's end, when they are given
+    back to the oldest generation (a process that runs again, a test, keeps collecting them).
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

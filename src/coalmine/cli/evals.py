@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import click
 
+from coalmine._util.collector import collector_frozen
 from coalmine._util.files import write_file
 from coalmine._util.words import counted
 from coalmine.cli.display import DisplayType, make_display, stdout_aside
@@ -214,7 +215,8 @@ def run_command(
             cache=None if not use_cache else "--cache" if cache else "cache: true (coalmine.yaml)",
             cassette=record_to or replay_from,
         )  # fmt: skip
-        with make_display(display) as hooks, stdout_aside():
+        # the plan lives as long as the run: the collector need not walk it (collector_frozen)
+        with collector_frozen(), make_display(display) as hooks, stdout_aside():
             outcome = anyio.run(
                 partial(
                     _run, plan, store=store, concurrency=concurrency, resume=resume_id,
