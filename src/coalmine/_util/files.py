@@ -17,7 +17,7 @@ from pathlib import Path
 
 from coalmine.errors import StoreError
 
-__all__ = ["write_file", "write_new_file"]
+__all__ = ["shown_path", "write_file", "write_new_file"]
 
 
 def write_file(path: Path, text: str) -> Path:
@@ -116,3 +116,13 @@ def _discard(tmp: Path) -> None:
         tmp.unlink()
     except FileNotFoundError:
         pass
+
+
+def shown_path(path: Path | None) -> Path | None:
+    """A path as the user can use it: relative to the working directory when it lies below it."""
+    if path is None:
+        return None
+    try:
+        return path.resolve().relative_to(Path(os.getcwd()).resolve())
+    except ValueError:
+        return path

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import click
 
+from coalmine._util.files import shown_path
 from coalmine._util.words import counted
 from coalmine.canary.estimate import DryRun, cost_limit_warning, estimate
 from coalmine.canary.plan import (
@@ -32,7 +33,6 @@ from coalmine.cli.options import (
     replay_option,
     resume_option,
     root_option,
-    shown_path,
     store_option,
 )
 from coalmine.compare import compare_runs

@@ -14,7 +14,6 @@ import click
 
 from coalmine._util.collector import collector_frozen
 from coalmine._util.files import write_file
-from coalmine._util.words import counted
 from coalmine.cli.display import DisplayType, make_display, stdout_aside
 from coalmine.cli.options import (
     address_option,
@@ -27,7 +26,6 @@ from coalmine.cli.options import (
     replay_option,
     resume_option,
     root_option,
-    shown_path,
     store_option,
     workers_option,
 )
@@ -40,10 +38,9 @@ from coalmine.evals.plan import (
     plan_evals,
     require_eval_judge,
 )
+from coalmine.evals.render import render_suites
 from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
 from coalmine.evals.shard import choose_workers, in_one_process
-from coalmine.evals.summary import STDERR_MARK, gate_in_words
-from coalmine.results import EvalSuiteResult
 from coalmine.store.runs import Store
 
 if TYPE_CHECKING:
@@ -396,52 +393,6 @@ async def _run(plan: EvalPlan, **options: Any) -> EvalOutcome:
         outcome = await run_evals(plan, stop=stop, cancel=cancel, **options)
         tg.cancel_scope.cancel()
     return outcome
-
-
-def render_suites(results: list[EvalSuiteResult], *, root: Path | None = None) -> str:
-    """A table of suites, then each suite's listed failures and where its result file is.
-
-    A result file's path is stored relative to the project ``root``; it is shown relative to
-    the working directory when ``root`` is given.
-    """
-    rows = [("SUITE", "CASES", "PASSED", "FAILED", "ERRORED", "SCORE", "95% CI", "VERDICT")]
-    for r in results:
-        ci = f"{r.ci95[0]:.3f}–{r.ci95[1]:.3f}" if r.ci95 else "—"
-        # an interrupted suite's gate has seen only the cases that ran: no verdict yet
-        verdict = ("INCOMPLETE" if r.interrupted else r.verdict.upper()) + (
-            "" if r.blocking else " (advisory)"
-        )
-        rows.append(
-            (r.suite_id, str(r.cases), str(r.passed), str(r.failed), str(r.errored),
-             f"{r.score:.4f}", ci, verdict)
-        )  # fmt: skip
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
-    for r in results:
-        if r.interrupted:
-            lines.append("")
-            lines.append(
-                f"{r.suite_id}: interrupted after {counted(r.cases, 'case', 'cases')}; "
-                "its verdict waits for the rest (resume the run)"
-            )
-        if r.failures:
-            lines.append("")
-            lines.append(gate_in_words(r.suite_id, r.gate) + ":")
-            for f in r.failures:
-                mark = "advisory " if f.advisory else ""
-                lines.append(f"  {mark}{f.status.upper()} {f.id}: {f.reason.splitlines()[0]}")
-                lines += [f"    stderr: {line}" for line in _stderr_tail(f.reason)]
-        where = r.report_path if root is None else shown_path(root / r.report_path)
-        lines.append(f"{r.suite_id}: {where}")
-    return "\n".join(lines)
-
-
-def _stderr_tail(reason: str, lines: int = 5) -> list[str]:
-    """The last lines of the agent's stderr that a failure reason carries (as canary runs show)."""
-    _, mark, stderr = reason.partition(STDERR_MARK)
-    return [line for line in stderr.splitlines() if line.strip()][-lines:] if mark else []
 
 
 @eval_group.command("list")

@@ -16,7 +16,7 @@ import click
 
 from coalmine.cli.options import root_option, store_option
 from coalmine.engine.history import find_store, open_store
-from coalmine.harness.drift import HarnessStatus, harness_status, plan_update
+from coalmine.harness.drift import harness_status, plan_update, render_status, status_json
 from coalmine.harness.gates import GateOutcome, GateToRun, gates_exit_code, plan_gates, run_gates
 from coalmine.harness.init import FileChange, InitPlan, apply_changes, plan_init
 from coalmine.harness.kits import all_kits
@@ -113,9 +113,9 @@ def kits_status_command(check: bool, as_json: bool, root: Path, store_path: Path
         if store is not None:
             store.close()
     if as_json:
-        click.echo(json.dumps(_status_json(status), indent=2))
+        click.echo(json.dumps(status_json(status), indent=2))
     else:
-        click.echo(_render_status(status))
+        click.echo(render_status(status))
     return int(check and (status.drifted or not status.manifest))
 
 
@@ -288,61 +288,3 @@ def _show_changes(changes: Sequence[FileChange], diff: bool) -> None:
         for change in changes:
             if change.writes:
                 click.echo(change.diff(), nl=False)
-
-
-def _render_status(status: HarnessStatus) -> str:
-    if not status.manifest:
-        return "no harness/manifest.json: run `coalmine init` to adopt kits"
-    lines = ["kits:"]
-    for kit in status.kits:
-        if kit.installed_version is None:
-            state = "no longer installed"
-        elif kit.outdated:
-            state = f"v{kit.adopted_version} adopted, v{kit.installed_version} available"
-        else:
-            state = f"v{kit.adopted_version}, up to date"
-        applies = f"applies ({', '.join(kit.because)})" if kit.because else "applies (asked for)"
-        lines.append(f"  {kit.id}: {state}; {applies if kit.applies else 'NO LONGER APPLIES'}")
-    for kit_id, kinds in status.new_kits:
-        lines.append(f"  {kit_id}: NEWLY APPLIES ({', '.join(kinds)}): `coalmine init`")
-    changed = [f for f in status.files if f.state != "ok"]
-    lines.append(f"files: {len(status.files)} owned, {len(changed)} changed")
-    lines += [f"  {f.state:<8} {f.path}  ({f.kit})" for f in changed]
-    if status.suggestions:
-        lines.append("suggestions:")
-        for s in status.suggestions:
-            why = f"changed since {s.last_run}" if s.last_run else "never ran"
-            lines.append(f"  {s.kit}: {s.text} → {s.rerun}")
-            lines.append(f"    {why}: {', '.join(s.changed)}")
-    lines.append("drifted" if status.drifted else "no drift")
-    return "\n".join(lines)
-
-
-def _status_json(status: HarnessStatus) -> dict[str, object]:
-    return {
-        "manifest": status.manifest,
-        "drifted": status.drifted,
-        "kits": [
-            {
-                "id": k.id,
-                "adoptedVersion": k.adopted_version,
-                "installedVersion": k.installed_version,
-                "applies": k.applies,
-                "because": list(k.because),
-            }
-            for k in status.kits
-        ],
-        "newKits": [{"id": i, "because": list(kinds)} for i, kinds in status.new_kits],
-        "files": [{"kit": f.kit, "path": f.path, "state": f.state} for f in status.files],
-        "suggestions": [
-            {
-                "kit": s.kit,
-                "text": s.text,
-                "rerun": s.rerun,
-                "changed": list(s.changed),
-                "lastRun": s.last_run,
-            }
-            for s in status.suggestions
-        ],
-        "advice": [{"kit": k, "text": t} for k, t in status.advice],
-    }

@@ -70,6 +70,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "kits_group",
         "Template kits: list them, see how the harness drifted, update it.",
     ),
+    "mcp": (
+        "coalmine.cli.mcp",
+        "mcp_command",
+        "Serve this project to coding agents over MCP (stdio): canaries, evals, runs, compare.",
+    ),
     "memory": (
         "coalmine.cli.memory",
         "memory_group",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -91,16 +90,6 @@ replay_option = click.option(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Answer every call from this cassette: no agent runs, no network is used.",
 )
-
-
-def shown_path(path: Path | None) -> Path | None:
-    """A path as the user can use it: relative to the working directory when it lies below it."""
-    if path is None:
-        return None
-    try:
-        return path.resolve().relative_to(Path(os.getcwd()).resolve())
-    except ValueError:
-        return path
 
 
 workers_option = click.option(

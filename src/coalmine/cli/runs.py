@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from coalmine.cli.display import echo_markdown
-from coalmine.cli.evals import render_suites
 from coalmine.cli.options import root_option, store_option
 from coalmine.engine.history import import_result_files, open_store, tally_run
+from coalmine.evals.render import render_suites
 from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_markdown
 from coalmine.results import format_score

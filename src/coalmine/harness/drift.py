@@ -437,3 +437,63 @@ def _updated(kit: Kit, adopted: AdoptedKit, changes: Sequence[FileChange], now: 
             "files": files,
         }
     )
+
+
+def render_status(status: HarnessStatus) -> str:
+    """The harness's drift as ``kits status`` prints it: kits, changed files, suggestions."""
+    if not status.manifest:
+        return "no harness/manifest.json: run `coalmine init` to adopt kits"
+    lines = ["kits:"]
+    for kit in status.kits:
+        if kit.installed_version is None:
+            state = "no longer installed"
+        elif kit.outdated:
+            state = f"v{kit.adopted_version} adopted, v{kit.installed_version} available"
+        else:
+            state = f"v{kit.adopted_version}, up to date"
+        applies = f"applies ({', '.join(kit.because)})" if kit.because else "applies (asked for)"
+        lines.append(f"  {kit.id}: {state}; {applies if kit.applies else 'NO LONGER APPLIES'}")
+    for kit_id, kinds in status.new_kits:
+        lines.append(f"  {kit_id}: NEWLY APPLIES ({', '.join(kinds)}): `coalmine init`")
+    changed = [f for f in status.files if f.state != "ok"]
+    lines.append(f"files: {len(status.files)} owned, {len(changed)} changed")
+    lines += [f"  {f.state:<8} {f.path}  ({f.kit})" for f in changed]
+    if status.suggestions:
+        lines.append("suggestions:")
+        for s in status.suggestions:
+            why = f"changed since {s.last_run}" if s.last_run else "never ran"
+            lines.append(f"  {s.kit}: {s.text} → {s.rerun}")
+            lines.append(f"    {why}: {', '.join(s.changed)}")
+    lines.append("drifted" if status.drifted else "no drift")
+    return "\n".join(lines)
+
+
+def status_json(status: HarnessStatus) -> dict[str, object]:
+    """The harness's drift as data (``kits status --json``, the MCP server's ``kits_status``)."""
+    return {
+        "manifest": status.manifest,
+        "drifted": status.drifted,
+        "kits": [
+            {
+                "id": k.id,
+                "adoptedVersion": k.adopted_version,
+                "installedVersion": k.installed_version,
+                "applies": k.applies,
+                "because": list(k.because),
+            }
+            for k in status.kits
+        ],
+        "newKits": [{"id": i, "because": list(kinds)} for i, kinds in status.new_kits],
+        "files": [{"kit": f.kit, "path": f.path, "state": f.state} for f in status.files],
+        "suggestions": [
+            {
+                "kit": s.kit,
+                "text": s.text,
+                "rerun": s.rerun,
+                "changed": list(s.changed),
+                "lastRun": s.last_run,
+            }
+            for s in status.suggestions
+        ],
+        "advice": [{"kit": k, "text": t} for k, t in status.advice],
+    }
