@@ -1,24 +1,17 @@
-"""The MCP tools' own parts, without a server: markdown tables, finding a case by its id."""
+"""The MCP tools' own parts, without a server: finding a case by its id."""
 
 from __future__ import annotations
 
 import pytest
 
 from coalmine.errors import UsageError
-from coalmine.mcp.tools import _find_case, table
+from coalmine.mcp.tools import _find_case
 from coalmine.results import CaseResult
 
 
 def _case(case_id: str, verdict: str = "FAIL") -> CaseResult:
     return CaseResult(id=case_id, phase="eval", title=case_id, agent="a", verdict=verdict,
                       composite_score=0.0, duration_seconds=0.1)  # fmt: skip
-
-
-def test_a_table_escapes_what_would_break_a_row() -> None:
-    assert table([["a", "b"], ["x|y", "two\nlines"]]) == (
-        "| a | b |\n|---|---|\n| x\\|y | two lines |"
-    )
-    assert table([]) == ""
 
 
 def test_a_case_is_found_by_its_id_or_by_its_name_within_a_suite() -> None:

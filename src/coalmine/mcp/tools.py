@@ -38,6 +38,7 @@ from coalmine.evals.plan import Selection, plan_evals, require_eval_judge
 from coalmine.evals.render import render_suites
 from coalmine.evals.run import run_evals
 from coalmine.harness.drift import harness_status, render_status, status_json
+from coalmine.reports.explain import explain_case, markdown_table
 from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_comparison, render_markdown
 from coalmine.results import CaseResult, format_score
@@ -54,20 +55,6 @@ class Answer:
 
     data: dict[str, Any]
     markdown: str
-
-
-def table(rows: Sequence[Sequence[object]]) -> str:
-    """A markdown table: the first row is the header."""
-    if not rows:
-        return ""
-
-    def cell(value: object) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    head, *body = rows
-    lines = ["| " + " | ".join(cell(c) for c in head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in body]
-    return "\n".join(lines)
 
 
 class _Reporter(Hooks):
@@ -119,7 +106,7 @@ class Desk:
         judge = plan.config.judge
         rows: list[list[object]] = [["id", "phase", "agent", "graders"]]
         rows += [[c["id"], c["phase"], c["agent"], ", ".join(c["graders"])] for c in canaries]
-        text = f"{len(canaries)} canaries, {len(invalid)} invalid\n\n{table(rows)}"
+        text = f"{len(canaries)} canaries, {len(invalid)} invalid\n\n{markdown_table(rows)}"
         text += "".join(f"\n\ninvalid {i['id'] or ''}: {i['reason']}" for i in invalid)
         data = {
             "canaries": canaries,
@@ -185,7 +172,7 @@ class Desk:
              "yes" if s["blocking"] else "no"]
             for s in suites
         ]  # fmt: skip
-        text = table(rows) if suites else "no eval suites (harness/evals/*.jsonl)"
+        text = markdown_table(rows) if suites else "no eval suites (harness/evals/*.jsonl)"
         text += "".join(f"\n\nnot read: {b['message']}" for b in broken)
         return self.scrubbed(Answer({"suites": suites, "broken": broken}, text), plan.config)
 
@@ -251,7 +238,7 @@ class Desk:
              format_score(r["score"]) if r["score"] is not None else "—"]
             for r in runs
         ]  # fmt: skip
-        text = table(rows) if runs else "no runs recorded yet"
+        text = markdown_table(rows) if runs else "no runs recorded yet"
         return self.scrubbed(Answer({"runs": runs}, text))
 
     def show_run(self, run: str) -> Answer:
@@ -283,25 +270,9 @@ class Desk:
         finally:
             store.close()
         result = _find_case(record.results, case)
-        lines = [f"**{result.id}**: {result.verdict}"
-                 + (f" (score {format_score(result.composite_score)})"
-                    if result.composite_score is not None else "")]  # fmt: skip
-        if result.error:
-            lines.append(f"error: {result.error}")
-        lines += [f"- {why}" for why in result.failures]
-        rows: list[list[object]] = [["grader", "score", "passed", "what cost points"]]
-        for name, grade in result.grader_scores.items():
-            score = "skipped" if grade.score is None else f"{grade.score:.3f}"
-            rows.append([name, score, grade.passed, grade.explain() or grade.reason or ""])
-        if len(rows) > 1:
-            lines += ["", table(rows)]
-        if result.expected is not None:
-            lines += ["", "expected:", "```", _text(result.expected), "```"]
-        if result.output is not None:
-            lines += ["", "output:", "```", result.output[:4000], "```"]
         data = result.model_dump(mode="json", exclude_none=True)
-        return self.scrubbed(Answer({"run_id": record.store_run_id, "case": data},
-                                    "\n".join(lines)))  # fmt: skip
+        answer = Answer({"run_id": record.store_run_id, "case": data}, explain_case(result))
+        return self.scrubbed(answer)
 
     def compare_runs(self, base: str, new: str) -> Answer:
         """What changed from ``base`` to ``new``: regressions, fixes, score deltas."""
@@ -362,7 +333,3 @@ def _find_case(results: Sequence[CaseResult], case: str) -> CaseResult:
     failing = [r.id for r in results if r.verdict != "PASS"][:20]
     hint = f"; its failing cases: {', '.join(failing)}" if failing else "; every case passed"
     raise UsageError(f"the run has no case {case!r}{hint}")
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
