@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -43,7 +45,7 @@ def test_every_shown_flag_exists() -> None:
         line.split("#")[0].strip()
         for block in _blocks("sh")
         for line in block.splitlines()
-        if "coalmine " in line
+        if "coalmine " in line and not line.startswith("pytest ")
     ]
     assert shown, "the README shows no coalmine command"
     for line in shown:
@@ -60,6 +62,24 @@ def test_every_shown_flag_exists() -> None:
         for word in words:
             if word.startswith("-"):
                 assert word.split("=")[0] in known, f"{word} in {line!r}"
+
+
+def test_every_shown_pytest_flag_exists() -> None:
+    shown = [
+        line.split("#")[0].strip()
+        for block in _blocks("sh")
+        for line in block.splitlines()
+        if line.startswith("pytest ")
+    ]
+    assert shown, "the README shows no pytest --coalmine line"
+    said = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent,
+    ).stdout  # fmt: skip
+    for line in shown:
+        for word in shlex.split(line)[1:]:
+            if word.startswith("-"):
+                assert re.search(rf"(^|[\s,]){re.escape(word)}([\s,=]|$)", said, re.M), line
 
 
 def test_the_plugin_example_runs() -> None:
