@@ -37,6 +37,7 @@ BUILTIN_ORDER = (
     "go-service",
     "nix-project",
     "charm-service",
+    "coding-agent-skill",
 )
 """The seed's six kits, in the seed's order; listings put them first, then plugins by id."""
 

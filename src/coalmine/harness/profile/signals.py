@@ -67,6 +67,8 @@ PLAYWRIGHT = "web-ui:playwright"
 PROMPTFOO = "eval-harness:promptfoo"
 INSPECT = "eval-harness:inspect"
 DEEPEVAL = "eval-harness:deepeval"
+CANARIES = "coalmine:canaries"
+"""coalmine's own canary specs: a coding agent here may be asked to run them."""
 
 LANGUAGES = {
     ".py": "python",
@@ -141,6 +143,7 @@ _PATH_SIGNALS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?:.*/)?routes/(?:.+/)?\+page\.svelte"), ROUTES),
     (re.compile(r"(?:.*/)?playwright\.config\.(?:ts|js|mjs|cjs|mts)"), PLAYWRIGHT),
     (re.compile(r"(?:.*/)?promptfooconfig\.(?:ya?ml|json|js|ts)"), PROMPTFOO),
+    (re.compile(r"bench/canaries/(?:.+/)?[^/]+\.ya?ml"), CANARIES),
     (re.compile(r"\.github/workflows/[^/]+\.ya?ml"), "ci:github-actions"),
     (re.compile(r"\.gitlab-ci\.ya?ml"), "ci:gitlab"),
     (re.compile(r"\.circleci/config\.ya?ml"), "ci:circleci"),
