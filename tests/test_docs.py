@@ -1,4 +1,8 @@
-"""The README tells the truth: every command it shows exists with the flags it shows."""
+"""The documentation tells the truth: every command it shows exists with the flags it shows.
+
+The documentation is the README and every page of ``docs/``; every command, flag and grader
+must be somewhere in it, and whatever it shows must exist.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +21,15 @@ from coalmine.graders.base import GradeContext
 from coalmine.graders.base import registry as graders
 from coalmine.providers.base import provider_settings
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = sorted(p for p in (ROOT / "docs").rglob("*.md") if "reference" not in p.parts)
+DOCS = README + "".join("\n" + p.read_text(encoding="utf-8") for p in PAGES)
+"""The README and the written pages (the generated references are tests/test_docs_site.py's)."""
 
 
 def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.DOTALL)
+    return re.findall(rf"```{lang}\n(.*?)```", DOCS, flags=re.DOTALL)
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -35,9 +43,9 @@ def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[st
     return out
 
 
-def test_every_command_is_in_the_readme() -> None:
+def test_every_command_is_in_the_docs() -> None:
     for path in _commands(cli):
-        assert f"coalmine {' '.join(path)}" in README, path
+        assert f"coalmine {' '.join(path)}" in DOCS, path
 
 
 def test_every_shown_flag_exists() -> None:
@@ -47,7 +55,7 @@ def test_every_shown_flag_exists() -> None:
         for line in block.splitlines()
         if "coalmine " in line and not line.startswith("pytest ")
     ]
-    assert shown, "the README shows no coalmine command"
+    assert shown, "the docs show no coalmine command"
     for line in shown:
         words = shlex.split(line[line.index("coalmine ") :])[1:]
         command: click.Command = cli
@@ -71,7 +79,7 @@ def test_every_shown_pytest_flag_exists() -> None:
         for line in block.splitlines()
         if line.startswith("pytest ")
     ]
-    assert shown, "the README shows no pytest --coalmine line"
+    assert shown, "the docs show no pytest --coalmine line"
     said = subprocess.run(
         [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
         capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent,
@@ -86,7 +94,7 @@ def test_the_plugin_example_runs() -> None:
     (example,) = [b for b in _blocks("python") if "@grader" in b]
     namespace: dict[str, object] = {}
     try:
-        exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - our own docs
+        exec(compile(example, "docs/extending.md", "exec"), namespace)  # noqa: S102 - our docs
         item = graders.get("max-words")
         config = item.config.model_validate({"max_words": 3})
         ctx = GradeContext(case_id="c", prompt="p")
@@ -116,8 +124,8 @@ def test_the_connect_your_agents_example_is_a_valid_config(tmp_path: Path) -> No
     assert config.agents["QA Coordinator"].policy.max_concurrency == 8
 
 
-def test_every_built_in_grader_is_in_the_readme() -> None:
+def test_every_built_in_grader_is_in_the_docs() -> None:
     missing = [
-        name for name, _ in graders if not name.startswith("not-") and f"`{name}`" not in README
+        name for name, _ in graders if not name.startswith("not-") and f"`{name}`" not in DOCS
     ]
     assert missing == []

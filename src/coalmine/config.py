@@ -142,6 +142,7 @@ class _ConfigFile(BaseModel):
     judge: str | dict[str, Any] | None = None
     """``none``, the name of an agent, or an inline provider config."""
     defaults: Defaults = Defaults()
+    """Run defaults: timeouts, and how many canaries run at once."""
     store: str = DEFAULT_STORE
     """The run store's database file, relative to the config file's folder."""
     cache: bool = False
@@ -149,10 +150,10 @@ class _ConfigFile(BaseModel):
     pricing: dict[str, Price] = {}
     """Model name → price per million tokens, for the run's cost."""
     python_graders: dict[str, Annotated[str, AfterValidator(_target)]] = {}
-    judge_calibration: CalibrationLimits = CalibrationLimits()
-    """What a judge's calibration must show before its failures may fail a run."""
     """Name → ``module:function`` (module relative to this file's folder): the only code a
     suite's ``python`` grader may run. A suite line names one; it cannot name any other."""
+    judge_calibration: CalibrationLimits = CalibrationLimits()
+    """What a judge's calibration must show before its failures may fail a run."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,7 @@ class Config:
     judge_blocking: bool = False
     """The config lets the judge block without a calibration record (flagged in reports)."""
     defaults: Defaults = Defaults()
+    """Run defaults: timeouts, and how many canaries run at once."""
     store: str = DEFAULT_STORE
     cache: bool = False
     pricing: dict[str, Price] = field(default_factory=dict)

@@ -275,3 +275,19 @@ def test_an_imported_interrupted_run_is_not_resumed(tmp_path: Path) -> None:
     code, out = cli(root, "canary", "run", "--resume", imported, "--display", "none")
     assert code == 2 and "imported" in out
     assert len(stored_runs(root)) == 1
+
+
+def test_report_latest_of_a_kind_is_that_kind_s_latest_run_or_a_usage_error(
+    mixed: Path, tmp_path: Path
+) -> None:
+    code, out = cli(mixed, "report", "latest", "--kind", "canary", "--format", "json")
+    assert code == 0 and '"qa-001-x"' in out  # the canary run, though the eval run is newer
+    code, out = cli(mixed, "report", "latest", "--kind", "eval", "--format", "json")
+    assert code == 0 and '"kind": "eval"' in out
+    only = canary_project(tmp_path / "only", ["qa-000-x"])
+    assert cli(only, "canary", "run", "--display", "none")[0] == 0
+    code, out = cli(only, "report", "latest", "--kind", "eval")
+    assert code == 2 and "no finished eval run" in out  # never the canary run instead
+    [result] = sorted((only / "bench" / "results").glob("*.json"))
+    code, out = cli(only, "report", str(result), "--kind", "eval")
+    assert code == 2 and "holds a canary run, and --kind asks for: eval" in out

@@ -73,7 +73,7 @@ def report_command(
 ) -> int:
     """Render any stored run (or result file) again, in any report format."""
     if baseline is None:
-        record, comparison = load_run_at(root, run, path=store_path), None
+        record, comparison = load_run_at(root, run, path=store_path, kind=kind), None
     else:
         base, record = load_pair_at(root, baseline, run, path=store_path, kind=kind)
         comparison = compare_runs(base, record)

@@ -101,7 +101,7 @@ def require_project_config(root: Path) -> Config:
     if config.path is None:
         error = ConfigError(
             f"no coalmine.yaml (or [tool.coalmine] in pyproject.toml) in {config.root}; "
-            "create one that maps your agents to providers (see the README)"
+            "create one that maps your agents to providers ('Connect your agents' in the docs)"
         )
         where = "" if config.root == Path.cwd().resolve() else f" --root {config.root}"
         error.hint = (
@@ -117,34 +117,48 @@ def is_result_file(ref: str) -> bool:
     return path.suffix == ".json" and path.is_file()
 
 
-def load_run_at(root: Path, ref: str, *, path: Path | None = None) -> CanaryRun:
+def load_run_at(
+    root: Path, ref: str, *, path: Path | None = None, kind: str | None = None
+) -> CanaryRun:
     """:func:`load_run` of the project's store, opened only when ``ref`` is no result file.
 
     Raises:
         StoreError: ``ref`` names a stored run and there is no store (it is never made here).
-        UsageError: ``ref`` matches no run, or several.
+        UsageError: ``ref`` matches no run (of ``kind``), or several.
     """
     if is_result_file(ref):
-        return read_result_file(Path(ref))
+        return _of_kind(read_result_file(Path(ref)), ref, kind)
     store = open_store(root, path=path, create="never")
     try:
-        return load_run(store, ref)
+        return load_run(store, ref, kind=kind)
     finally:
         store.close()
 
 
-def load_run(store: Store, ref: str) -> CanaryRun:
+def load_run(store: Store, ref: str, *, kind: str | None = None) -> CanaryRun:
     """A run by store reference (id, id prefix, label, ``latest``) or by result-file path.
 
-    An eval run comes back in the same shape, one result per suite and case (``suite/case``),
-    so ``compare`` and ``report`` work on it: see :func:`eval_run_record`.
+    With ``kind``, ``latest`` is the newest run of that kind, and a reference to a run of
+    another kind matches nothing. An eval run comes back in the same shape, one result per
+    suite and case (``suite/case``), so ``compare`` and ``report`` work on it: see
+    :func:`eval_run_record`.
+
+    Raises:
+        UsageError: ``ref`` matches no run (of ``kind``), or several.
     """
     if is_result_file(ref):
-        return read_result_file(Path(ref))
-    info = store.get_run(ref)
+        return _of_kind(read_result_file(Path(ref)), ref, kind)
+    info = store.get_run(ref, kind=kind)
     if info.kind == "eval":
         return eval_run_record(store, info)
-    return store.load_run(ref)
+    return store.load_run(info.id)
+
+
+def _of_kind(record: CanaryRun, ref: str, kind: str | None) -> CanaryRun:
+    found = record.kind or "canary"
+    if kind is not None and found != kind:
+        raise UsageError(f"{ref} holds a {found} run, and --kind asks for: {kind}")
+    return record
 
 
 def eval_run_record(store: Store, info: RunInfo) -> CanaryRun:

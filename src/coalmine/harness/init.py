@@ -289,7 +289,7 @@ def _config_text(root: Path, signals: Sequence[Signal], agent: str) -> str:
         "# coalmine configuration, proposed by `coalmine init` (yours to edit; init never\n"
         "# overwrites it). The harness suites (harness/evals/*.yaml) call this agent.\n"
         f"# Guessed because {why}.\n"
-        "# Check it is how production runs your agent: README, 'Connect your agents'.\n"
+        "# Check it is how production runs your agent (coalmine's docs: 'Connect your agents').\n"
         "agents:\n"
         f"  {agent}: {line}\n"
         "\n"

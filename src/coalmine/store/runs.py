@@ -372,7 +372,10 @@ class Store:
             exact = [r for r in found if r["id"] == ref.upper() or r["label"] == ref]
             rows = [_run_info(r) for r in exact or found]
         if not rows:
-            raise UsageError(f"no run matches {ref!r} in {self.path}; see 'coalmine runs list'")
+            what = (
+                f"no finished {kind} run" if ref == "latest" and kind else f"no run matches {ref!r}"
+            )
+            raise UsageError(f"{what} in {self.path}; see 'coalmine runs list'")
         if len(rows) > 1:
             several = ", ".join(f"{r.id} ({r.kind}, started {r.started_at[:19]})" for r in rows[:5])
             raise UsageError(f"{ref!r} matches several runs: {several}; give more of the id")
