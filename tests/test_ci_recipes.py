@@ -73,7 +73,7 @@ def test_the_github_workflow_is_pinned_and_reads_only() -> None:
     text = (RECIPES / "github-actions.yml").read_text(encoding="utf-8")
     workflow = yaml.safe_load(text)
     assert workflow["permissions"] == {"contents": "read"}
-    uses = re.findall(r"uses: (\S+)(.*)", text)
+    uses = re.findall(r"^\s*-?\s*uses: (\S+)(.*)", text, re.M)
     assert uses
     for action, comment in uses:
         assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", action), action
@@ -130,3 +130,55 @@ def test_the_gitlab_jobs_run_as_their_scripts_say(example: Path, tmp_path: Path)
             assert _junit_cases(example / "out" / "evals.xml") == 6  # the eval run went on
             shutil.rmtree(example / "agents")  # replay next: nothing may be called
             shutil.rmtree(example / "out")
+
+
+def _action_step(name: str) -> dict[str, Any]:
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    assert action["runs"]["using"] == "composite"
+    (step,) = [s for s in action["runs"]["steps"] if s.get("name") == name]
+    return step
+
+
+def _run_action(example: Path, tmp_path: Path, **inputs: str) -> tuple[int, Path, Path]:
+    step = _action_step("run")
+    assert all("${{" not in line for line in step["run"].splitlines())  # inputs only as env
+    values = {"run": "canary", "args": "", "root": str(example), **inputs}
+    env = {k: re.sub(r"\$\{\{ inputs\.([\w-]+) \}\}", lambda m: values[m[1]], v)
+           for k, v in step["env"].items()}  # fmt: skip
+    summary, output = tmp_path / "summary.md", tmp_path / "output"
+    summary.write_text(""), output.write_text("")
+    done = subprocess.run(
+        ["bash", "-c", step["run"]], cwd=example, timeout=300, capture_output=True, text=True,
+        env={**os.environ, **env, "GITHUB_STEP_SUMMARY": str(summary),
+             "GITHUB_OUTPUT": str(output),
+             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, summary, output
+
+
+def test_the_composite_action_runs_reports_and_summarises(example: Path, tmp_path: Path) -> None:
+    text = (ROOT / "action.yml").read_text(encoding="utf-8")
+    for action, comment in re.findall(r"^\s*-?\s*uses: (\S+)(.*)", text, re.M):
+        assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", action), action
+        assert re.fullmatch(r"\s+# v\d+\.\d+\.\d+", comment), comment
+    assert _action_step("install coalmine")["run"] == 'pip install "$REQUIREMENT"'
+
+    code, summary, output = _run_action(example, tmp_path)
+    assert code == 1 and output.read_text() == "exit-code=1\n"
+    assert _junit_cases(example / "out" / "coalmine-canary.xml") == 9
+    assert "**Summary:** 7/9 passed" in summary.read_text(encoding="utf-8")
+
+    code, summary, _ = _run_action(example, tmp_path, run="eval", args="triage --no-judge")
+    # the suite holds at 80% (min_score): its one near miss does not fail the run
+    assert code == 0 and _junit_cases(example / "out" / "coalmine-eval.xml") == 6
+    assert "triage" in summary.read_text(encoding="utf-8")
+
+
+def test_the_composite_action_runs_nothing_its_inputs_hold(example: Path, tmp_path: Path) -> None:
+    planted = tmp_path / "pwned"
+    code, _, output = _run_action(example, tmp_path, args=f"$(touch {planted}) *")
+    assert code == 2 and output.read_text() == "exit-code=2\n"  # an unknown selector, not a shell
+    assert not planted.exists()
+    code, _, _ = _run_action(example, tmp_path, run="canary; touch " + str(planted))
+    assert code == 2 and not planted.exists()
