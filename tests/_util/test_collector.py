@@ -55,8 +55,10 @@ def test_what_exists_before_a_frozen_block_is_out_of_reach_in_it_and_given_back_
     a, b = _Node(), _Node()
     a.other, b.other = b, a
     alive = weakref.ref(a)
+    before = gc.get_threshold()
     with collector_frozen():
         assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] >= 7000 and gc.get_threshold()[1:] == before[1:]
         del a, b
         gc.collect()
         assert alive() is not None  # frozen: not even a full collection frees the cycle
@@ -66,6 +68,6 @@ def test_what_exists_before_a_frozen_block_is_out_of_reach_in_it_and_given_back_
         del c, d
         gc.collect()
         assert made() is None  # what the block makes is collected as ever
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
     gc.collect()
     assert alive() is None
