@@ -401,6 +401,30 @@ EVERY_CASE = "every case passes"
 """The gate rule of a suite without ``min_score``."""
 
 
+class EvalSequential(_Camel):
+    """How ``eval run --sequential`` decided a suite's gate, and what stopping early saved."""
+
+    alpha: float = Field(description="The level: a wrong decision has at most this chance.")
+    seed: int | None = Field(description="The seed of the random order the cases were drawn in.")
+    rule: str = Field(description="The question the gate answered.")
+    decision: Literal["pass", "fail"] | None = Field(
+        description="What was decided before the end; null when every case had to run."
+    )
+    stopped_early: bool = Field(description="Whether cases were left unrun once decided.")
+    decided_after: int | None = Field(description="Cases drawn when the gate was decided.")
+    cases_total: int = Field(description="Cases the suite's selection has.")
+    cases_run: int
+    cases_skipped: int = Field(description="Cases not run because the gate was decided.")
+    calls_saved: int = Field(description="Agent calls not made: cases skipped × repeats.")
+    cost_saved: float | None = Field(
+        description="calls saved × the run's mean cost a call; null when nothing was priced."
+    )
+    baseline_run: str | None = Field(description="With --baseline: the run compared with.")
+    margin: float | None = Field(
+        description="With --baseline: the drop in pass rate that still counts as no worse."
+    )
+
+
 class EvalSuiteResult(_Camel):
     """``coalmine.eval.result.v1``: one suite of an eval run.
 
@@ -450,6 +474,9 @@ class EvalSuiteResult(_Camel):
         [],
         description="Lessons of the memory recalled for this suite before the run, best first "
         "(stale ones left out); empty when none is relevant.",
+    )
+    sequential: EvalSequential | None = Field(
+        None, description="With --sequential: how the gate was decided; null otherwise."
     )
 
 

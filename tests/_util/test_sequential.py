@@ -75,3 +75,20 @@ def test_ten_points_from_the_threshold_most_of_the_suite_is_saved() -> None:
         saved.append(1 - sum(drawn) / len(drawn) / 200)
     assert min(saved) > 0.3  # the note states the figures (test -s prints them)
     print(f"saved at 0.7: {saved[0]:.1%}, at 0.9: {saved[1]:.1%}")
+
+
+def test_a_case_with_no_value_makes_the_suite_one_smaller_and_may_decide_by_counting() -> None:
+    gate = GateSequence(threshold=0.6, size=4)
+    gate.add(1.0)
+    gate.add(1.0)
+    assert gate.decision is None  # 2 of 4: the rate ends between 0.5 and 1, either side of 0.6
+    assert gate.remove_one() == "pass"  # of 3, two passes are >= 2/3 whatever the last one does
+    assert gate.size == 3 and gate.decided_at == 2
+
+
+def test_remove_one_refuses_when_no_undrawn_case_is_left() -> None:
+    gate = GateSequence(threshold=0.5, size=2)
+    gate.add(1.0)
+    gate.add(0.0)
+    with pytest.raises(ValueError, match="no undrawn case"):
+        gate.remove_one()

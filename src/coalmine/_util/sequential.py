@@ -20,8 +20,8 @@ mean is known, and the gate is decided exactly. The bet sizes are the paper's pr
 plug-in (its equation for ``λ^PrPl``), each using only the values before it, truncated so that
 no bet can lose more than half the wealth.
 
-A value the run cannot decide in time (a case whose repeats all errored) is not a draw: the
-caller leaves it out, and the suite's own rule decides at the end, as without ``--sequential``.
+A case that turns out to have no value (its every repeat errored) is not a draw: the caller
+says so with :meth:`GateSequence.remove_one`, and the population is one case smaller.
 """
 
 from __future__ import annotations
@@ -87,6 +87,18 @@ class GateSequence:
             self._settle("fail")
         else:
             self._decide_by_counting()
+        return self.decision
+
+    def remove_one(self) -> Decision | None:
+        """One undrawn case turned out to have no value: the suite is one case smaller.
+
+        The draws so far were from the smaller suite as much as from the larger (the order is
+        random), so the bets stay fair; what is left may now decide by counting.
+        """
+        if self.size - self.drawn < 1 or self.size == 1:
+            raise ValueError("no undrawn case to remove")
+        self.size -= 1
+        self._decide_by_counting()
         return self.decision
 
     def _needed(self) -> float:

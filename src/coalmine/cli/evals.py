@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import random
 import signal
 import sys
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,7 @@ from coalmine.evals.plan import (
 )
 from coalmine.evals.render import render_suites
 from coalmine.evals.run import DEFAULT_CONCURRENCY, EvalOutcome, run_evals
+from coalmine.evals.sequential import DEFAULT_ALPHA, DEFAULT_MARGIN, Stopping
 from coalmine.evals.shard import choose_workers, in_one_process
 from coalmine.store.runs import Store
 
@@ -81,6 +84,32 @@ def eval_group() -> None:
 @click.option("--limit", type=click.IntRange(min=1), help="At most N cases of each suite.")
 @click.option("--shuffle", type=int, metavar="SEED", help="Shuffle each suite's cases (seeded).")
 @click.option("--no-judge", is_flag=True, help="Skip judge graders (llm-rubric, context-…).")
+@click.option(
+    "--sequential",
+    is_flag=True,
+    help="Draw each suite's cases in a seeded random order and stop calling agents once its "
+    "gate is decided (anytime-valid: a wrong decision has at most --alpha chance).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_ALPHA,
+    show_default=True,
+    help="With --sequential: the chance of a wrong decision the run accepts.",
+)
+@click.option(
+    "--baseline",
+    metavar="RUN",
+    help="With --sequential: decide whether each suite is no worse than eval run RUN on the "
+    "cases both have (by more than --margin), rather than on its own gate.",
+)
+@click.option(
+    "--margin",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=DEFAULT_MARGIN,
+    show_default=True,
+    help="With --baseline: the drop in pass rate that still counts as no worse.",
+)
 @resume_option("eval")
 @cache_option
 @record_option
@@ -128,6 +157,10 @@ def run_command(
     limit: int | None,
     shuffle: int | None,
     no_judge: bool,
+    sequential: bool,
+    alpha: float,
+    baseline: str | None,
+    margin: float,
     resume: str | None,
     cache: bool | None,
     record_to: Path | None,
@@ -158,6 +191,7 @@ def run_command(
             "--limit": limit,
             "--repeats": repeats,
             "--shuffle": shuffle is not None,
+            "--sequential": sequential,
             "--resume": resume,
             "--record": record_to,
             "--replay": replay_from,
@@ -177,16 +211,25 @@ def run_command(
         raise UsageError("--record and --replay exclude each other: record once, then replay")
     if address is not None and backend != "ray":
         raise UsageError("--address names a Ray cluster: it goes with --backend ray")
+    if not sequential and (
+        baseline is not None or alpha != DEFAULT_ALPHA or margin != DEFAULT_MARGIN
+    ):
+        raise UsageError("--alpha, --baseline and --margin go with --sequential")
+    if baseline is None and margin != DEFAULT_MARGIN:
+        raise UsageError("--margin is the drop allowed against --baseline RUN: give the run")
     config = require_project_config(root)
+    stopping = Stopping(alpha, baseline, margin) if sequential else None
+    if stopping is not None and shuffle is None:  # the order must be random, and recorded
+        shuffle = random.SystemRandom().randrange(2**31)
     selection = Selection(filters, limit, shuffle, repeats, reducer)
     store = Store.open(store_path or config.store_path)
     try:
         resume_id = None
         if resume is not None:
-            if suites or filters or limit or shuffle is not None or repeats:
+            if suites or filters or limit or shuffle is not None or repeats or sequential:
                 raise UsageError(
                     "--resume runs the selection of the resumed run; drop the suites and "
-                    "--filter/--limit/--shuffle/--repeats"
+                    "--filter/--limit/--shuffle/--repeats/--sequential"
                 )
             info = resumable_run(store, resume, kind="eval")
             resume_id, suites = info.id, tuple(info.selectors)
@@ -195,6 +238,9 @@ def run_command(
                 tuple(o.get("filters") or ()), o.get("limit"), o.get("shuffle"),
                 o.get("repeats"), o.get("reducer") or "mean",
             )  # fmt: skip
+            stopping = Stopping.of(o.get("sequential"))
+        if stopping is not None and stopping.baseline is not None:
+            stopping = replace(stopping, baseline=store.get_run(stopping.baseline, kind="eval").id)
         plan = plan_evals(root, suites, selection=selection, config=config)
         for note in block_as_gate(plan, blocking_gate) if blocking_gate else []:
             click.echo(f"note: {note}", err=True)
@@ -210,7 +256,7 @@ def run_command(
         count, where = _workers(
             plan, workers, backend, address, concurrency=concurrency,
             cache=None if not use_cache else "--cache" if cache else "cache: true (coalmine.yaml)",
-            cassette=record_to or replay_from,
+            cassette=record_to or replay_from, sequential=stopping is not None,
         )  # fmt: skip
         # the plan lives as long as the run: the collector need not walk it (collector_frozen)
         with collector_frozen(), make_display(display) as hooks, stdout_aside():
@@ -219,7 +265,7 @@ def run_command(
                     _run, plan, store=store, concurrency=concurrency, resume=resume_id,
                     no_judge=no_judge, cache=use_cache, hooks=[hooks], command_line=sys.argv,
                     judge_reruns=judge_reruns, record=record_to, replay=replay_from,
-                    workers=count, backend=where,
+                    workers=count, backend=where, stopping=stopping,
                 )
             )  # fmt: skip
         if as_promptfoo:
@@ -269,6 +315,7 @@ def _workers(
     concurrency: int,
     cache: str | None,
     cassette: Path | None,
+    sequential: bool = False,
 ) -> tuple[int, Backend | None]:
     """How many engines the run gets, and on what (a note says when it is fewer than asked).
 
@@ -281,6 +328,8 @@ def _workers(
         one_process = f"{cache} runs in one process (the cache is the store's)"
     elif cassette is not None:
         one_process = "--record and --replay run in one process (one cassette file)"
+    elif sequential:
+        one_process = "--sequential decides as the cases finish, in one process"
     if backend == "ray":
         if one_process is not None:
             raise UsageError(f"--backend ray: {one_process}; drop one of them")

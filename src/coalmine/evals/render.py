@@ -11,7 +11,7 @@ from pathlib import Path
 from coalmine._util.files import shown_path
 from coalmine._util.words import counted
 from coalmine.evals.summary import STDERR_MARK, gate_in_words
-from coalmine.results import EvalSuiteResult
+from coalmine.results import EvalSequential, EvalSuiteResult
 
 
 def render_suites(results: list[EvalSuiteResult], *, root: Path | None = None) -> str:
@@ -42,6 +42,9 @@ def render_suites(results: list[EvalSuiteResult], *, root: Path | None = None) -
                 f"{r.suite_id}: interrupted after {counted(r.cases, 'case', 'cases')}; "
                 "its verdict waits for the rest (resume the run)"
             )
+        if r.sequential is not None:
+            lines.append("")
+            lines.append(f"{r.suite_id}: {sequential_in_words(r.sequential)}")
         if r.failures:
             lines.append("")
             lines.append(gate_in_words(r.suite_id, r.gate) + ":")
@@ -52,6 +55,24 @@ def render_suites(results: list[EvalSuiteResult], *, root: Path | None = None) -
         where = r.report_path if root is None else shown_path(root / r.report_path)
         lines.append(f"{r.suite_id}: {where}")
     return "\n".join(lines)
+
+
+def sequential_in_words(s: EvalSequential) -> str:
+    """How ``--sequential`` decided a suite, and what it saved, in a sentence."""
+    question = f"{s.rule} (alpha {s.alpha:g}, order seed {s.seed})"
+    if not s.stopped_early:
+        if s.decision is None:
+            return f"sequential: every case ran; undecided before the end whether {question}"
+        return f"sequential: decided {s.decision.upper()} after {s.decided_after} of " + (
+            f"{s.cases_total} cases, with none left to skip: {question}"
+        )
+    saved = f"{counted(s.calls_saved, 'call', 'calls')} saved"
+    if s.cost_saved is not None:
+        saved += f" (about ${s.cost_saved:.4f})"
+    return (
+        f"sequential: decided {(s.decision or '').upper()} after {s.decided_after} of "
+        f"{s.cases_total} cases, so {s.cases_skipped} did not run and {saved}: {question}"
+    )
 
 
 def _stderr_tail(reason: str, lines: int = 5) -> list[str]:

@@ -50,6 +50,7 @@ from coalmine.evals.attempt import RunEnv, SuiteRun, finish_compat_attempts, run
 from coalmine.evals.compat import CompatRunner, get_compat_kind
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
 from coalmine.evals.plan import EvalPlan, plan_agents, require_eval_judge
+from coalmine.evals.sequential import Stopping, sequences_for
 from coalmine.evals.shard import ENGINE, CaseItem, shard_capacity, shard_spec
 from coalmine.evals.summary import write_suite_result
 from coalmine.lessons.recall import merge_recalled
@@ -63,8 +64,11 @@ from coalmine.store.evals import (
     Attempt,
     AttemptWriter,
     DoneAttempts,
+    KeptVerdicts,
+    case_verdicts,
     done_attempts,
     end_run,
+    iter_attempts,
 )
 from coalmine.store.runs import Store
 
@@ -120,6 +124,7 @@ async def run_evals(
     replay: Path | None = None,
     workers: int = 1,
     backend: Backend | None = None,
+    stopping: Stopping | None = None,
 ) -> EvalOutcome:
     """Run every selected case of ``plan``; store, summarise and write each suite's result.
 
@@ -127,6 +132,8 @@ async def run_evals(
     answers every call from one (nothing is called; repeats get the recorded answer).
     ``workers`` above 1 spreads the cases over that many shards on ``backend`` (worker
     processes by default; :func:`~coalmine.evals.shard.choose_workers` says how many may run).
+    ``stopping`` (``--sequential``) stops a suite's cases once its gate is decided
+    (:mod:`coalmine.evals.sequential`); it runs in one process, in the plan's (shuffled) order.
 
     ``stop`` stops the run gracefully: no case starts after it, and the cases in flight finish
     (so a resumed run never calls a case twice). ``cancel`` stops it at once: the cases in
@@ -135,16 +142,27 @@ async def run_evals(
     Raises:
         ConfigError: a suite needs a judge and none is configured, an agent cannot be built, or
             an agent (or the judge) it uses lacks an environment variable.
-        UsageError: ``resume`` names a finished run or a run of another kind.
+        UsageError: ``resume`` names a finished run or a run of another kind; ``stopping`` with
+            more than one worker, or with a baseline that kept no per-case verdicts.
     """
     config = plan.config
+    if stopping is not None and sharded(workers, backend):
+        raise UsageError("--sequential decides as the cases finish, in one process: drop --workers")
+    baseline = _baseline_verdicts(store, stopping)
     require_eval_judge(plan, disabled=no_judge)
     judge_agent = None if no_judge or not any(s.needs_judge for s in plan.suites) else config.judge
     if replay is None:  # a replay calls nothing, so it needs no variable
         require_variables([*plan_agents(plan), judge_agent])
     functions = load_python_graders(config)  # before the run is recorded: a bad one stops it here
     clock = clock or SystemClock()
-    run_id, started, done = _open_run(store, resume, plan, clock, command_line, concurrency)
+    run_id, started, done = _open_run(
+        store, resume, plan, clock, command_line, concurrency, stopping
+    )
+    sequences = None if stopping is None else sequences_for(plan.suites, stopping, baseline)
+    if sequences is not None and resume is not None:  # what the run had decided, again
+        for sequence in sequences:
+            for attempt in iter_attempts(store, run_id, sequence.suite.name):
+                sequence.add(attempt)
     secrets = tuple(secret_values(config))
     with ending_run(store, run_id, kind="eval", clock=clock, secrets=secrets):
         stop = stop or anyio.Event()
@@ -193,9 +211,12 @@ async def run_evals(
             nonlocal exhausted
             for at, suite in enumerate(suites):
                 index = suite.planned.index
+                sequence = None if sequences is None else sequences[at]
                 with index.path.open("rb") as handle:
                     for position in range(len(index)):
                         case_id = index.ids[position]
+                        if sequence is not None and not sequence.wants(case_id):
+                            continue
                         reps = [
                             r
                             for r in range(suite.planned.repeats)
@@ -232,8 +253,12 @@ async def run_evals(
             if attempt is not None:
                 await add(attempt)
 
+        by_name = {s.suite.name: s for s in sequences or ()}
+
         async def add(attempt: Attempt) -> None:
             writer.add(attempt)
+            if by_name:
+                by_name[attempt.suite].add(attempt)
             counts.done += 1
             counts.suite = attempt.suite
             if attempt.status == "pass":
@@ -301,7 +326,7 @@ async def run_evals(
         await emit(hooks, "on_eval_progress", _progress(counts, total, len(done)))
         ended = clock.now()
         results, paths = [], []
-        for suite in plan.suites:
+        for at, suite in enumerate(plan.suites):
             result, path = write_suite_result(
                 store,
                 run_id,
@@ -313,6 +338,8 @@ async def run_evals(
                 interrupted=interrupted,
                 judged=judge is not None,
                 lessons=lessons.get(suite.name, []),
+                sequence=None if sequences is None else sequences[at],
+                seed=plan.selection.shuffle,
             )
             results.append(result)
             paths.append(path)
@@ -328,6 +355,20 @@ async def run_evals(
         code = eval_exit_code(results, plan, interrupted)
         await emit(hooks, "on_eval_end", EvalEnd(run_id, tuple(results), tuple(paths), interrupted))
         return EvalOutcome(run_id, results, paths, code, interrupted, lost)
+
+
+def _baseline_verdicts(store: Store, stopping: Stopping | None) -> dict[str, KeptVerdicts] | None:
+    """The baseline run's per-case verdicts, for ``--sequential --baseline``."""
+    if stopping is None or stopping.baseline is None:
+        return None
+    info = store.get_run(stopping.baseline, kind="eval")
+    kept = case_verdicts(store, info.id)
+    if kept is None:
+        raise UsageError(
+            f"run {info.id} kept no per-case verdicts of every suite, so it cannot be a "
+            "baseline; run the suites again and use that run"
+        )
+    return kept
 
 
 def _describe_workers(workers: int, backend: Backend | None) -> str | None:
@@ -367,6 +408,7 @@ def _open_run(
     clock: Clock,
     command_line: Sequence[str],
     concurrency: int,
+    stopping: Stopping | None,
 ) -> tuple[str, datetime, DoneAttempts | set[tuple[str, str, int]]]:
     if resume is not None:
         info = store.get_run(resume, kind="eval")
@@ -383,6 +425,7 @@ def _open_run(
         "repeats": sel.repeats,
         "reducer": sel.reducer,
         "concurrency": concurrency,
+        "sequential": None if stopping is None else stopping.options(),
     }
     run_id = start_run_record(
         store, "eval", plan.config, started, command_line, plan.names, options

@@ -16,13 +16,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from coalmine._util.estimate import MeanEstimate, reduce_repeats
+from coalmine._util.estimate import MeanEstimate
 from coalmine._util.files import write_file
 from coalmine._util.hashing import hash_text
 from coalmine.engine.verdict import EPSILON
 from coalmine.engine.wiring import coalmine_version
 from coalmine.evals.plan import PlannedSuite
+from coalmine.evals.values import case_values
 from coalmine.results import (
     EVERY_CASE,
     EvalFailure,
@@ -31,7 +33,6 @@ from coalmine.results import (
     EvalTokens,
     GraderMean,
     RecalledLesson,
-    case_verdict,
 )
 from coalmine.store.evals import (
     Attempt,
@@ -41,6 +42,9 @@ from coalmine.store.evals import (
     save_suite_summary,
 )
 from coalmine.store.runs import Store
+
+if TYPE_CHECKING:
+    from coalmine.evals.sequential import SuiteSequence
 
 __all__ = ["FAILURES_LISTED", "SuiteSummary", "summarise_attempts", "write_suite_result"]
 
@@ -76,14 +80,29 @@ def write_suite_result(
     interrupted: bool,
     judged: bool,
     lessons: list[RecalledLesson],
+    sequence: SuiteSequence | None = None,
+    seed: int | None = None,
 ) -> tuple[EvalSuiteResult, Path]:
-    """Summarise a suite of run ``run_id`` from the store; write and store its result."""
+    """Summarise a suite of run ``run_id`` from the store; write and store its result.
+
+    ``sequence``: with ``--sequential``, the suite's gate as it was decided (and ``seed`` the
+    order its cases were drawn in).
+    """
     summary = summarise_attempts(
         iter_attempts(store, run_id, suite.name),
         reducer=suite.reducer,
         repeats=suite.repeats,
         min_score=suite.index.meta.min_score,
     )
+    sequential = None
+    if sequence is not None:
+        summary.gate = sequence.gate_for(summary.gate)
+        sequential = sequence.outcome(
+            seed=seed,
+            cases_run=summary.cases,
+            calls=summary.attempts,
+            cost=summary.cost if summary.priced else None,
+        )
     path = reports_dir / suite.name / f"{run_id}.json"
     try:
         shown = str(path.relative_to(root))
@@ -125,6 +144,7 @@ def write_suite_result(
         coalmine_version=coalmine_version(),
         unstable=summary.unstable,
         lessons=lessons,
+        sequential=sequential,
     )
     text = result.model_dump_json(by_alias=True, indent=2) + "\n"
     write_file(path, text)
@@ -146,6 +166,8 @@ class SuiteSummary:
     """Counts and estimates of one suite, accumulated case by case."""
 
     cases: int = 0
+    attempts: int = 0
+    """Case runs (a case's repeats each count)."""
     passed: int = 0
     failed: int = 0
     errored: int = 0
@@ -212,6 +234,7 @@ def summarise_attempts(
 
 
 def _add_attempt(s: SuiteSummary, a: Attempt) -> None:
+    s.attempts += 1
     for key, score in a.scores.items():
         entry = s.grader_sums.setdefault(key, [0.0, 0.0, 0.0])
         if score is None:
@@ -236,15 +259,15 @@ def _add_attempt(s: SuiteSummary, a: Attempt) -> None:
 
 def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) -> None:
     s.cases += 1
-    verdict = case_verdict(a.status for a in runs)
+    values = case_values(runs, reducer, repeats)
     scores = [a.score for a in runs if a.score is not None]
     mean = sum(scores) / len(scores) if scores else None
-    s.case_verdicts.add(runs[0].case_id, verdict, mean)
-    scored = [a for a in runs if a.status != "error"]
+    s.case_verdicts.add(runs[0].case_id, values.verdict, mean)
     case_id = runs[0].case_id
-    if not scored:
+    value, value_b = values.value, values.blocking_value
+    if value is None or value_b is None:
         s.errored += 1
-        if any(a.blocks for a in runs):
+        if values.blocking_error:
             s.blocking_failures += 1
             s.blocking_errors += 1
         if len(s.failures) < FAILURES_LISTED:
@@ -253,13 +276,7 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
                 EvalFailure(id=case_id, status="error", reason=failure_reason(reason))
             )
         return
-    n = len(scored)
-    c = sum(a.status == "pass" for a in scored)
-    value = reduce_repeats(reducer, n, c, repeats)
     s.estimate.add(value)
-    # the same rule over the graders that may block: a fail that does not block counts as pass
-    cb = sum(a.status == "pass" or not a.blocks for a in scored)
-    value_b = reduce_repeats(reducer, n, cb, repeats)
     s.blocking_estimate.add(value_b)
     if value >= 0.5 - EPSILON:
         s.passed += 1
@@ -268,7 +285,7 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
     if value_b < 0.5 - EPSILON:
         s.blocking_failures += 1
     if value < 0.5 - EPSILON and len(s.failures) < FAILURES_LISTED:
-        first = next(a for a in scored if a.status == "fail")
+        first = next(a for a in runs if a.status == "fail")
         reason = str(first.record.get("why") or first.record.get("error") or "failed")
         s.failures.append(
             EvalFailure(
