@@ -115,19 +115,30 @@ def _target(value: str) -> str:
 
 
 class CalibrationLimits(BaseModel):
-    """What a calibration must show before its judge may block (``judge_calibration:``)."""
+    """What a calibration must show before its judge may block (``judge_calibration:``).
+
+    The rates and kappa are judged on one-sided 95% bounds (``coalmine.judge.evidence``), not on
+    the point estimates: a judge earns the right to block on evidence. The defaults: 0 false
+    passes on 20 held-out human-fail items qualify (bound 0.119), 1 in 20 does not (0.196), nor
+    0 in 15 (0.153); 0 false blocks on 11 human-pass items qualify (0.197), and 1 in 20 does
+    (0.196); kappa's lower bound at 0.7 is the agreement asked for gating a release (below 0.4
+    is for exploring, 0.4–0.7 for watching a trend).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_false_pass_rate: float = Field(0.05, ge=0, le=1)
-    """The false-pass rate must be under this."""
-    max_false_block_rate: float = Field(0.10, ge=0, le=1)
-    """The false-block rate must be under this."""
-    min_kappa: float = Field(0.6, ge=-1, le=1)
+    max_false_pass_rate: float = Field(0.15, ge=0, le=1)
+    """The false-pass rate's one-sided 95% upper bound (Wilson) must be at most this."""
+    max_false_block_rate: float = Field(0.20, ge=0, le=1)
+    """The false-block rate's one-sided 95% upper bound (Wilson) must be at most this."""
+    min_kappa: float = Field(0.7, ge=-1, le=1)
+    """Cohen's kappa's one-sided 95% lower bound must be at least this."""
     min_stability: float = Field(0.95, ge=0, le=1)
-    """Share of held-out items whose verdict is the same on every rerun."""
-    min_heldout: int = Field(30, ge=1)
-    """Held-out items (with a human verdict and a judge verdict) needed at least."""
+    """Share of held-out items whose verdict is the same on every rerun (the observed share)."""
+    min_heldout: int = Field(20, ge=1)
+    """Held-out items (with a human verdict and a judge verdict) needed at least, whatever the
+    bounds say. The bounds ask more by themselves: with the default rates, 16 human-fail and 11
+    human-pass items for a judge with no error."""
 
 
 class _ConfigFile(BaseModel):

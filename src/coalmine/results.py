@@ -401,6 +401,24 @@ EVERY_CASE = "every case passes"
 """The gate rule of a suite without ``min_score``."""
 
 
+class EvalFlaky(_Camel):
+    """A case whose repeats disagree and do not say which side of 0.5 its pass rate is on."""
+
+    id: str
+    passes: int
+    runs: int = Field(description="Its runs that did not error.")
+    ci95: tuple[float, float] = Field(description="Wilson's 95% interval of its pass rate.")
+
+
+class EvalClustered(_Camel):
+    """The score's standard error when cases that share a tag are not independent."""
+
+    by: Literal["tag"] = Field(description="A case's group:NAME tag, else its first tag.")
+    clusters: int = Field(description="Clusters; a case with no tag is one of its own.")
+    stderr: float = Field(description="Cluster-robust (CR1) standard error of score.")
+    ci95: tuple[float, float] = Field(description="score ± 1.96 × stderr, within [0, 1].")
+
+
 class EvalSequential(_Camel):
     """How ``eval run --sequential`` decided a suite's gate, and what stopping early saved."""
 
@@ -477,6 +495,16 @@ class EvalSuiteResult(_Camel):
     )
     sequential: EvalSequential | None = Field(
         None, description="With --sequential: how the gate was decided; null otherwise."
+    )
+    pass_hat_k: float | None = Field(
+        None,
+        description="With repeats: pass^k for k = repeats, the chance that all k runs of a case "
+        "pass, averaged over the cases (tau-bench); null with one run a case.",
+    )
+    flaky: int = Field(0, description="Cases whose repeats straddle 0.5 (see flakyCases).")
+    flaky_cases: list[EvalFlaky] = Field([], description="The first flaky cases (up to 20).")
+    clustered: EvalClustered | None = Field(
+        None, description="With cases that share tags: the clustered error; null otherwise."
     )
 
 

@@ -105,7 +105,14 @@ def test_a_judge_that_disagrees_at_a_known_rate_stays_advisory(
     assert record["verbosity_flip_rate"] == 0.0
     assert record["intervals"]["verbosity_flip_rate"]["n"] == 60
     assert (code, record["may_block"]) == (1, False)
-    assert record["why_not"] == ["false-pass rate 0.200 is not under 0.05"]
+    assert record["why_not"] == [
+        "false-pass rate 0.200 (6 of 30 held-out items the humans fail) is at or over 0.15 "
+        "itself: more labels cannot bring its bound under",
+        # SE (Fleiss et al. 1969) of this table 0.07589: 0.8 - 1.6449·0.07589 = 0.675
+        "kappa 0.800: its 95% lower bound 0.675 is under 0.7",
+    ]
+    assert record["labels_needed"] is None  # a rate past its limit: more labels cannot help
+    assert abs(record["bounds"]["false_pass_rate"] - 0.34251) < 1e-5
     assert record["judge_prompt_sha256"].startswith("sha256:")
     assert record["calibration_set"]["sha256"].startswith("sha256:")
     # a run with that judge: its failures only advise
@@ -124,6 +131,10 @@ def test_an_agreeing_judge_may_block_until_the_rubric_is_edited(
     assert record["confusion"] == {"tp": 30, "fp": 0, "tn": 30, "fn": 0}
     assert (record["kappa"], record["false_pass_rate"]) == (1.0, 0.0)
     assert (code, record["may_block"], record["why_not"]) == (0, True, [])
+    # 0 of 30 each way: z²/(30 + z²) = 2.7055/32.7055; a perfect table has SE 0, so kappa's is 1
+    assert record["bounds"]["false_pass_rate"] == pytest.approx(0.082724, abs=1e-6)
+    assert record["bounds"]["kappa"] == 1.0
+    assert record["judge"]["served_models"] == ["judge-strict"]
     suite(project, CRITERIA)
     run = project.run_cli("eval", "run", "--display", "none", "--format", "json")
     [result] = json.loads(run.stdout)

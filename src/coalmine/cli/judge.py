@@ -1,4 +1,4 @@
-"""``coalmine judge calibrate|report|redteam|label``: judges that come with evidence."""
+"""``coalmine judge calibrate|check|report|redteam|label``: judges that come with evidence."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import os
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 import click
@@ -26,9 +25,12 @@ from coalmine.engine.history import open_store, project_config
 from coalmine.engine.wiring import Wiring, secret_values
 from coalmine.errors import ConfigError, UsageError
 from coalmine.judge.calibrate import calibrate
+from coalmine.judge.drift import DEFAULT_ANCHORS, check_judge
 from coalmine.judge.labelling import Asked, Draft, LabelFile, plan_labelling, run_candidates
 from coalmine.judge.labels import Verdict, load_labels
 from coalmine.judge.redteam import RedTeamReport, gate_failure, load_pack, run_redteam
+from coalmine.judge.render import render_calibration, render_check
+from coalmine.judge.wanted import describe_wanted, find_wanted, offer_first
 from coalmine.providers.base import CallContext
 from coalmine.reports.calibration import render_calibrations_html
 from coalmine.store.runs import Store
@@ -178,6 +180,72 @@ def report_command(
     return 0
 
 
+@judge_group.command("check")
+@click.argument(
+    "labels", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@root_option
+@store_option
+@click.option("--judge", "judge_name", help="The agent to check (default: the config's judge).")
+@click.option(
+    "--anchors", type=click.IntRange(20, 50), default=DEFAULT_ANCHORS, show_default=True,
+    help="Held-out items to ask again (fewer when the set has fewer).",
+)  # fmt: skip
+@click.option(
+    "--reruns", type=click.IntRange(min=1), default=1, show_default=True,
+    help="Ask about each anchor this many times (the majority decides).",
+)  # fmt: skip
+@click.option(
+    "--concurrency", "-c", type=click.IntRange(min=1), default=8, show_default=True,
+    help="Judge calls in flight at once.",
+)  # fmt: skip
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+    help="A table, or the report as JSON.",
+)  # fmt: skip
+def check_command(
+    labels: Path | None,
+    root: Path,
+    store_path: Path | None,
+    judge_name: str | None,
+    anchors: int,
+    reruns: int,
+    concurrency: int,
+    fmt: str,
+) -> int:
+    """Ask a calibrated judge again about anchor items of its set: has it drifted?
+
+    The anchors are held-out items of LABELS (default: the set its newest calibration names),
+    stratified by the human verdict and the same on every check of one judge. The judge is
+    asked afresh, not from the cache. It has drifted when its agreement with the humans falls
+    under the lower end of its calibration's 95% agreement interval, or another model answers
+    now: the drift is stored (runs then treat the judge as advisory until it is calibrated
+    again) and kept as a lesson. Exit 0 steady, 1 drifted, 2 on bad input.
+    """
+    config = project_config(root)
+    label_set = None
+    if labels is not None:
+        label_set = load_labels(labels)
+        for bad in label_set.bad:
+            click.echo(f"warning: {bad} (the line is left out)", err=True)
+    store = Store.open(store_path or config.store_path)
+    try:
+        report = anyio.run(
+            partial(
+                check_judge, config, store=store, judge=judge_name, labels=label_set,
+                anchors=anchors, reruns=reruns, concurrency=concurrency,
+            )
+        )  # fmt: skip
+    finally:
+        store.close()
+    found = report.as_dict()
+    if fmt == "json":
+        click.echo(json.dumps(found, indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_check(found))
+    return 1 if report.drifted else 0
+
+
 @judge_group.command("redteam")
 @root_option
 @click.option("--judge", "judge_name", help="The agent to test (default: the config's judge).")
@@ -255,54 +323,6 @@ def _render_redteam(report: RedTeamReport) -> str:
     return "\n".join(lines)
 
 
-def _pct(record: dict[str, Any], key: str) -> str:
-    value = record.get(key)
-    interval = (record.get("intervals") or {}).get(key)
-    if value is None or not interval:
-        return "—"
-    low, high = interval["ci95"]
-    return f"{value:.3f}  ({low:.3f}–{high:.3f})  {interval['successes']}/{interval['n']}"
-
-
-def render_calibration(record: dict[str, Any]) -> str:
-    """A calibration record as a table of figures, with intervals, and a confusion matrix."""
-    judge = record.get("judge") or {}
-    c = record["confusion"]
-    kappa = record.get("kappa")
-    human_kappa = record.get("human_kappa")
-    lines = [
-        f"calibration #{record.get('id')} of {judge.get('agent')} "
-        f"({judge.get('provider')}, {judge.get('model') or 'model not set'}), "
-        f"grader {record.get('grader')}, set {record['calibration_set']['id']}",
-        f"verdict: {'MAY BLOCK' if record['may_block'] else 'ADVISORY'}",
-        *[f"  - {why}" for why in record.get("why_not", [])],
-        "",
-        f"held-out items      {record['n_heldout']} (dev {record['n_dev']}, unsure "
-        f"{record['n_unsure']}, judge errors {record['n_errors']})",
-        f"threshold           {record['threshold']:g} (picked on the dev split)",
-        f"agreement           {_pct(record, 'agreement')}",
-        f"kappa               {'—' if kappa is None else f'{kappa:.3f}'}"
-        + ("" if human_kappa is None else f"  (human–human {human_kappa:.3f})"),
-        f"false-pass rate     {_pct(record, 'false_pass_rate')}",
-        f"false-block rate    {_pct(record, 'false_block_rate')}",
-        f"precision (pass)    {_pct(record, 'precision')}",
-        f"recall (pass)       {_pct(record, 'recall')}",
-        f"F1 (pass)           {'—' if record['f1'] is None else format(record['f1'], '.3f')}",
-        f"rerun stability     {_pct(record, 'rerun_stability')} over {record['reruns']} reruns",
-    ]
-    if record.get("verbosity_flip_rate") is not None:
-        lines.append(f"verbosity flips     {_pct(record, 'verbosity_flip_rate')} (padded output)")
-    if record.get("quorum_disagreement") is not None:
-        lines.append(f"quorum disagreement {_pct(record, 'quorum_disagreement')}")
-    lines += [
-        "",
-        "                 human pass  human fail",
-        f"judge pass       {c['tp']:>10}  {c['fp']:>10}",
-        f"judge fail       {c['fn']:>10}  {c['tn']:>10}",
-    ]
-    return "\n".join(lines)
-
-
 # -- coalmine judge label ----------------------------------------------------------------------
 
 _SHOWN = 4000
@@ -343,6 +363,8 @@ def label_command(
     f fail, u unsure, s skip (asked again next time), q quit. Every answer is written to --out
     at once; run the command again to go on where you stopped. An item someone else labelled
     gets your label added to its line (you are shown it as stored, never their verdict).
+    When the newest calibration made from --out wants more items the humans fail (or pass),
+    the cases another grader failed (or passed) come first; never by the judge's own verdict.
     """
     if criteria_options and rubric is not None:
         raise UsageError("give --criteria or --rubric, not both")
@@ -354,6 +376,7 @@ def label_command(
         info = store.get_run(run_ref)
         run_root = Path(info.root) if Path(info.root).is_dir() else root.resolve()
         candidates = run_candidates(store, info, root=run_root)
+        calibrations = store.newest_calibrations()
     finally:
         store.close()
     if info.status != "finished":
@@ -371,12 +394,17 @@ def label_command(
         )
     if not candidates:
         click.echo(f"run {info.id} has no case with a prompt and an output to label")
+    drafts = plan.drafts
+    wanted = find_wanted(calibrations, out, root=root)
+    if wanted is not None and drafts:
+        click.echo(describe_wanted(wanted, drafts))
+        drafts = offer_first(drafts, wanted)
     answers = _Answers()
     tally = {"pass": 0, "fail": 0, "unsure": 0}
     skipped = 0
-    total = len(plan.drafts)
+    total = len(drafts)
     try:
-        for n, draft in enumerate(plan.drafts, 1):
+        for n, draft in enumerate(drafts, 1):
             click.echo(_show(draft, n, total))
             answer = _ask(answers)
             if answer is None or answer == "q":

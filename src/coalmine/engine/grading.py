@@ -15,7 +15,13 @@ import anyio
 from coalmine._util.target import TargetError, load_target
 from coalmine.config import Config
 from coalmine.engine.call import Caller
-from coalmine.engine.policy import Calibration, JudgeGate, grader_policy
+from coalmine.engine.policy import (
+    Calibration,
+    JudgeGate,
+    grader_policy,
+    model_mismatch,
+    withdrawn_reason,
+)
 from coalmine.errors import ConfigError
 from coalmine.graders.base import GradeContext, GraderType, JudgeFn, JudgeReply
 from coalmine.providers.base import AgentRequest, CallContext
@@ -75,12 +81,33 @@ def judge_gate(store: Store | None, judge: Caller, *, configured_blocking: bool)
     # here: the judge graders' modules cost 20 ms a start, and a run without a judge needs none
     from coalmine.graders.judged import judge_prompt_identity
 
+    model = getattr(judge.agent.resolved, "model", None)
     rows = store.calibrations(judge.identity_key()) if store is not None else []
+    calibrations = [
+        Calibration(i, may_block, record, withdrawn_reason(record, model))
+        for i, may_block, record, _ in rows
+    ]
+    if not calibrations and store is not None and model is not None:
+        calibrations = _other_model(store, judge.agent.name, model)
     return JudgeGate(
-        [Calibration(i, may_block, record) for i, may_block, record, _ in rows],
-        configured_blocking=configured_blocking,
-        identify=judge_prompt_identity,
+        calibrations, configured_blocking=configured_blocking, identify=judge_prompt_identity
     )
+
+
+def _other_model(store: Store, agent: str, model: str) -> list[Calibration]:
+    """The newest calibration of the agent ``agent`` made with another model, withdrawn.
+
+    The judge's identity holds its model, so a new model finds no calibration of its own; this
+    one lets the run say which model was calibrated instead of "not calibrated".
+    """
+    for i, record in store.newest_calibrations():
+        judge = record.get("judge")
+        if not isinstance(judge, Mapping) or judge.get("agent") != agent:
+            continue
+        why = model_mismatch(record, model)
+        if why is not None:
+            return [Calibration(i, False, record, why)]
+    return []
 
 
 def summarize_gate(gate: JudgeGate, info: JudgeInfo) -> JudgeInfo:

@@ -3,7 +3,10 @@
 A judge blocks when its latest calibration record says it may, or when the user sets
 ``judge.blocking: true`` explicitly; the second case is flagged as uncalibrated wherever the
 run is reported. A spec can make a judge's grader advisory, but never make an advisory judge
-block.
+block. A record that no longer holds is *withdrawn* (:func:`withdrawn_reason`): the judge drifted
+since it was calibrated (``coalmine judge check`` stored a record with ``drifted``), or the run's
+judge is configured with another model than the one calibrated; the judge then advises, and the
+reason says why, until a new calibration is stored.
 """
 
 from __future__ import annotations
@@ -60,6 +63,32 @@ class Calibration:
     may_block: bool
     record: Mapping[str, Any]
     """Holds ``judge_prompt_sha256`` and ``rubric_sha256s``: what the judge was asked."""
+    withdrawn: str | None = None
+    """Why the record no longer lets the judge block, whatever ``may_block`` says."""
+
+
+def withdrawn_reason(record: Mapping[str, Any], model: str | None) -> str | None:
+    """Why a calibration record no longer holds for a judge configured with ``model``, if so.
+
+    A drift check's record says so under ``drifted.reason``; otherwise see
+    :func:`model_mismatch`.
+    """
+    drifted = record.get("drifted")
+    if isinstance(drifted, Mapping) and drifted.get("reason"):
+        return str(drifted["reason"])
+    return model_mismatch(record, model)
+
+
+def model_mismatch(record: Mapping[str, Any], model: str | None) -> str | None:
+    """Why a record made with another model than ``model`` does not hold (``None``: it does).
+
+    Only when both the record's ``judge.model`` and ``model`` are known and differ.
+    """
+    judge = record.get("judge")
+    calibrated = judge.get("model") if isinstance(judge, Mapping) else None
+    if calibrated and model and calibrated != model:
+        return f"calibrated on model {calibrated}, this run's judge is {model}"
+    return None
 
 
 def grader_policy(
@@ -83,6 +112,11 @@ def grader_policy(
         if record.get("judge_prompt_sha256") == template and rubric in record.get(
             "rubric_sha256s", ()
         ):
+            if calibration.withdrawn is not None:
+                why = f"{calibration.withdrawn} (#{calibration.id})"
+                if configured_blocking:
+                    return JudgePolicy(True, True, f"judge.blocking is set, but {why}")
+                return JudgePolicy(False, False, f"advisory: {why}")
             policy = judge_policy(
                 calibrated_may_block=calibration.may_block,
                 configured_blocking=configured_blocking,

@@ -42,6 +42,7 @@ def render_suites(results: list[EvalSuiteResult], *, root: Path | None = None) -
                 f"{r.suite_id}: interrupted after {counted(r.cases, 'case', 'cases')}; "
                 "its verdict waits for the rest (resume the run)"
             )
+        lines += [f"{r.suite_id}: {line}" for line in numbers_in_words(r)]
         if r.sequential is not None:
             lines.append("")
             lines.append(f"{r.suite_id}: {sequential_in_words(r.sequential)}")
@@ -55,6 +56,26 @@ def render_suites(results: list[EvalSuiteResult], *, root: Path | None = None) -
         where = r.report_path if root is None else shown_path(root / r.report_path)
         lines.append(f"{r.suite_id}: {where}")
     return "\n".join(lines)
+
+
+def numbers_in_words(r: EvalSuiteResult) -> list[str]:
+    """What the repeats and the clusters add to a suite's score, a line each (none: nothing)."""
+    lines = []
+    if r.pass_hat_k is not None:
+        line = (
+            f"pass^{r.repeats} = {r.pass_hat_k:.4f} (the chance that all {r.repeats} runs of a "
+            f"case pass); {counted(r.flaky, 'flaky case', 'flaky cases')}"
+        )
+        shown = [f"{f.id} {f.passes}/{f.runs} ({f.ci95[0]:.2f}–{f.ci95[1]:.2f})"
+                 for f in r.flaky_cases[:5]]  # fmt: skip
+        lines.append(line + (": " + ", ".join(shown) if shown else ""))
+    if r.clustered is not None:
+        c = r.clustered
+        lines.append(
+            f"clustered by tag ({c.clusters} clusters): standard error {c.stderr:.4f}, 95% CI "
+            f"{c.ci95[0]:.3f}–{c.ci95[1]:.3f} (cases that share a tag are not independent)"
+        )
+    return lines
 
 
 def sequential_in_words(s: EvalSequential) -> str:

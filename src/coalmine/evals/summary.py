@@ -12,13 +12,15 @@ stored.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coalmine._util.estimate import MeanEstimate
+from coalmine._util.clustered import case_pass_interval, is_flaky
+from coalmine._util.estimate import Z95, MeanEstimate
 from coalmine._util.files import write_file
 from coalmine._util.hashing import hash_text
 from coalmine.engine.verdict import EPSILON
@@ -27,7 +29,9 @@ from coalmine.evals.plan import PlannedSuite
 from coalmine.evals.values import case_values
 from coalmine.results import (
     EVERY_CASE,
+    EvalClustered,
     EvalFailure,
+    EvalFlaky,
     EvalGate,
     EvalSuiteResult,
     EvalTokens,
@@ -93,6 +97,7 @@ def write_suite_result(
         reducer=suite.reducer,
         repeats=suite.repeats,
         min_score=suite.index.meta.min_score,
+        min_pass_hat_k=suite.index.meta.min_pass_hat_k,
     )
     sequential = None
     if sequence is not None:
@@ -141,6 +146,12 @@ def write_suite_result(
         bad_line_examples=[str(b) for b in suite.index.bad[:FAILURES_LISTED]],
         failures=summary.failures,
         interrupted=interrupted,
+        pass_hat_k=round(summary.pass_hat_k[0] / summary.pass_hat_k[2], 4)
+        if summary.pass_hat_k[2] and suite.repeats > 1
+        else None,
+        flaky=summary.flaky,
+        flaky_cases=summary.flaky_cases,
+        clustered=summary.clusters.result(),
         coalmine_version=coalmine_version(),
         unstable=summary.unstable,
         lessons=lessons,
@@ -193,6 +204,11 @@ class SuiteSummary:
     failures: list[EvalFailure] = field(default_factory=list)
     case_verdicts: PackedVerdicts = field(default_factory=PackedVerdicts)
     """Each case's verdict over its repeats and their mean score (what a comparison reads)."""
+    pass_hat_k: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    """[Σ pass^k, Σ pass^k over what may block, cases] (k = the planned repeats)."""
+    flaky: int = 0
+    flaky_cases: list[EvalFlaky] = field(default_factory=list)
+    clusters: ClusterSums = field(default_factory=lambda: ClusterSums())
 
     def grader_means(self) -> dict[str, GraderMean]:
         """Each grader's mean score."""
@@ -203,13 +219,19 @@ class SuiteSummary:
 
 
 def summarise_attempts(
-    attempts: Iterator[Attempt], *, reducer: str, repeats: int, min_score: float | None
+    attempts: Iterator[Attempt],
+    *,
+    reducer: str,
+    repeats: int,
+    min_score: float | None,
+    min_pass_hat_k: float | None = None,
 ) -> SuiteSummary:
     """Reduce a suite's attempts (grouped by case) to its summary, in constant memory.
 
     Per case, the runs that did not error reduce to one value (``reducer``); the case passes
     when the value is at least 0.5 (with one run: when that run passed). A case whose every
-    run errored is errored. The gate applies the same rule to the graders that may block.
+    run errored is errored. The gate applies the same rule to the graders that may block; with
+    ``min_pass_hat_k`` the suite's pass^k over them must reach it too.
     """
     s = SuiteSummary()
     group: list[Attempt] = []
@@ -229,6 +251,10 @@ def summarise_attempts(
         ok = s.blocking_errors == 0 and (
             s.blocking_estimate.n == 0 or s.blocking_estimate.mean >= min_score - EPSILON
         )
+    if min_pass_hat_k is not None:
+        rule += f" and pass^{repeats} >= {min_pass_hat_k:g}"
+        cases = s.pass_hat_k[2]
+        ok = ok and (not cases or s.pass_hat_k[1] / cases >= min_pass_hat_k - EPSILON)
     s.gate = EvalGate(passed=ok, rule=rule, blocking_failures=s.blocking_failures)
     return s
 
@@ -278,6 +304,23 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
         return
     s.estimate.add(value)
     s.blocking_estimate.add(value_b)
+    s.clusters.add(cluster_of(runs[0].record.get("tags")), value)
+    k = min(repeats, values.runs)
+    s.pass_hat_k[0] += math.comb(values.passes, k) / math.comb(values.runs, k)
+    s.pass_hat_k[1] += math.comb(values.blocking_passes, k) / math.comb(values.runs, k)
+    s.pass_hat_k[2] += 1
+    if repeats > 1 and is_flaky(values.passes, values.runs):
+        s.flaky += 1
+        if len(s.flaky_cases) < FAILURES_LISTED:
+            low, high = case_pass_interval(values.passes, values.runs)
+            s.flaky_cases.append(
+                EvalFlaky(
+                    id=case_id,
+                    passes=values.passes,
+                    runs=values.runs,
+                    ci95=(round(low, 4), round(high, 4)),
+                )
+            )
     if value >= 0.5 - EPSILON:
         s.passed += 1
     else:
@@ -294,6 +337,66 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
                 reason=failure_reason(reason),
                 advisory=value_b >= 0.5 - EPSILON,
             )
+        )
+
+
+def cluster_of(tags: object) -> str | None:
+    """The cluster a case belongs to: its ``group:NAME`` tag, else its first tag, else none."""
+    if not isinstance(tags, list) or not tags:
+        return None
+    for tag in tags:
+        if isinstance(tag, str) and tag.startswith("group:"):
+            return tag
+    return str(tags[0])
+
+
+@dataclass
+class ClusterSums:
+    """The sums a cluster-robust standard error of the mean needs, kept case by case.
+
+    :func:`coalmine._util.clustered.clustered_mean` from totals rather than from every value:
+    each cluster's sum and count, and for the cases in no cluster (each its own) the sum and
+    the sum of squares. With ``ȳ`` the mean of all ``n`` values, ``Σ_g (Σ_{i∈g} (y_i - ȳ))²``
+    is ``Σ_g (S_g - n_g·ȳ)²`` over the clusters plus ``Σ y² - 2ȳ·Σ y + m·ȳ²`` over the ``m``
+    unclustered cases.
+    """
+
+    sums: dict[str, list[float]] = field(default_factory=dict)
+    """Cluster → [sum, count]."""
+    alone: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    """[sum, sum of squares, count] of the cases in no cluster."""
+
+    def add(self, cluster: str | None, value: float) -> None:
+        """Count one case's value in its cluster (``None``: a cluster of its own)."""
+        if cluster is None:
+            self.alone[0] += value
+            self.alone[1] += value * value
+            self.alone[2] += 1
+            return
+        entry = self.sums.setdefault(cluster, [0.0, 0.0])
+        entry[0] += value
+        entry[1] += 1
+
+    def result(self) -> EvalClustered | None:
+        """The clustered standard error and interval (``None``: no cluster of two cases).
+
+        Two clusters at least are needed: one cluster alone says nothing of its error.
+        """
+        if not any(count >= 2 for _, count in self.sums.values()):
+            return None
+        g = len(self.sums) + int(self.alone[2])
+        if g < 2:
+            return None
+        n = sum(count for _, count in self.sums.values()) + self.alone[2]
+        total = sum(total for total, _ in self.sums.values()) + self.alone[0]
+        mean = total / n
+        a_sum, a_squares, m = self.alone
+        meat = math.fsum((t - c * mean) ** 2 for t, c in self.sums.values())
+        meat += max(0.0, a_squares - 2 * mean * a_sum + m * mean * mean)
+        stderr = math.sqrt(g / (g - 1) * meat) / n
+        low, high = max(0.0, mean - Z95 * stderr), min(1.0, mean + Z95 * stderr)
+        return EvalClustered(
+            by="tag", clusters=g, stderr=round(stderr, 4), ci95=(round(low, 4), round(high, 4))
         )
 
 

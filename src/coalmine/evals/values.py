@@ -22,6 +22,12 @@ class CaseValues:
     """The same over the graders that may block (a fail that does not block counts as pass)."""
     blocking_error: bool
     """Every run errored and one of the errors may block."""
+    runs: int = 0
+    """Its runs that did not error."""
+    passes: int = 0
+    """Of those, the runs that passed."""
+    blocking_passes: int = 0
+    """Of those, the runs that passed on what may block (an advisory fail counts as pass)."""
 
     @property
     def blocks(self) -> bool:
@@ -45,4 +51,7 @@ def case_values(runs: list[Attempt], reducer: str, repeats: int) -> CaseValues:
         reduce_repeats(reducer, n, c, repeats),
         reduce_repeats(reducer, n, cb, repeats),
         False,
+        n,
+        c,
+        cb,
     )

@@ -6,7 +6,8 @@ through the judge's own caller (its limits, retries and the response cache: each
 own cache entry), so an interrupted calibration run again answers what it already asked from
 the cache. The record names exactly what was calibrated: the judge's identity (provider, model,
 temperature, system prompt), the prompt template's and the rubrics' sha256, the labels file's
-sha256 and the held-out items; it keeps every raw judge reply as an artifact.
+sha256 and the held-out items, the models that answered (``judge.served_models``, as the
+replies name them) and each item's verdict; it keeps every raw judge reply as an artifact.
 """
 
 from __future__ import annotations
@@ -122,8 +123,10 @@ async def calibrate(
                 for c in callers.values():
                     await c.provider.aclose()
         identity_key = callers[primary.name].identity_key()
+    served: set[str] = set()
     for j, verdict in zip(judged, verdicts, strict=True):
         assert verdict is not None
+        served.update(verdict.models)
         j.scores, j.quorum, j.padded = list(verdict.scores), dict(verdict.quorum), verdict.padded
         if verdict.replies:
             replies.setdefault(j.item.id, []).extend(verdict.replies)
@@ -151,6 +154,7 @@ async def calibrate(
                 "model": getattr(settings, "model", None),
                 "temperature": getattr(settings, "temperature", None),
                 "identity_key": identity_key,
+                "served_models": sorted(served),
             },
             "judge_prompt_sha256": next(iter(templates)) if len(templates) == 1 else None,
             "output_schema": OUTPUT_SCHEMAS[kind],

@@ -6,22 +6,30 @@ on the items its threshold was fitted to. An item's judge verdict is the majorit
 at that threshold (a tie fails); an item the humans were unsure of, or that the judge could not
 grade on any rerun, is counted and left out of the rates.
 
-A judge may block when, on at least ``min_heldout`` held-out items, its false-pass rate and
-false-block rate are under their limits, Cohen's kappa with the humans reaches ``min_kappa``
-and its verdicts are stable across reruns (``min_stability``). The verbosity check (the same
+A judge may block on evidence, not on point estimates (``coalmine.judge.evidence``): on at
+least ``min_heldout`` held-out items, the one-sided 95% Wilson upper bounds of its false-pass
+and false-block rates must be at most ``max_false_pass_rate`` and ``max_false_block_rate``, the
+one-sided 95% lower bound of Cohen's kappa with the humans at least ``min_kappa``, and its
+verdicts stable across reruns (``min_stability``, on the observed share: a lower bound would
+ask 52 items of a judge that never wavers, more than the rates need, and one rerun measures
+nothing). The record keeps the bounds under ``bounds``; when the judge falls short only for
+lack of evidence, ``labels_needed`` says how many more held-out items of each kind would let it
+block at its current rates, and ``why_not`` says it in words. The verbosity check (the same
 output padded with filler that adds nothing) is reported, not gated: ``verbosity_flip_rate`` is
-the share of held-out items whose verdict the padding changed.
+the share of held-out items whose verdict the padding changed. ``verdicts`` keeps every item's
+verdict at the threshold, so a later drift check can compare the judge with itself.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from coalmine.config import CalibrationLimits
-from coalmine.judge import stats
-from coalmine.judge.labels import LabelledItem
+from coalmine.judge import evidence, stats
+from coalmine.judge.labels import DEV_SHARE, LabelledItem
 
 SCHEMA = "coalmine.judge.calibration.v1"
 
@@ -149,7 +157,24 @@ def summarize(
             for key, r in (("rerun_stability", stability), ("verbosity_flip_rate", flip_rate))
         }
     )
-    reasons = _why_not(record, limits)
+    record["verdicts"] = {j.item.id: j.verdict(threshold) for j in judged}
+    confusion = stats.Confusion(**record["confusion"])
+    found = evidence.bounds(confusion)
+    record["bounds"] = {
+        "false_pass_rate": found.false_pass_rate,
+        "false_block_rate": found.false_block_rate,
+        "kappa": found.kappa,
+        "kappa_se": found.kappa_se,
+        "level": "one-sided 95%",
+    }
+    reasons = _why_not(record, found, limits)
+    stable = stability.value is not None and stability.value >= limits.min_stability
+    needed = evidence.labels_needed(confusion, limits) if stable and reasons else None
+    if needed is not None and needed.total:
+        reasons.append(_needed_text(needed, confusion))
+        record["labels_needed"] = needed.as_record()
+    else:
+        record["labels_needed"] = None
     record["limits"] = limits.model_dump()
     record["may_block"] = not reasons
     record["why_not"] = reasons
@@ -212,7 +237,9 @@ def _quorum(
     }
 
 
-def _why_not(record: Mapping[str, Any], limits: CalibrationLimits) -> list[str]:
+def _why_not(
+    record: Mapping[str, Any], found: evidence.Bounds, limits: CalibrationLimits
+) -> list[str]:
     """Each limit the calibration misses, in words (empty: the judge may block)."""
     reasons = []
     if record["n_heldout"] < limits.min_heldout:
@@ -220,21 +247,68 @@ def _why_not(record: Mapping[str, Any], limits: CalibrationLimits) -> list[str]:
             f"{record['n_heldout']} held-out items with a verdict; at least "
             f"{limits.min_heldout} are needed"
         )
-    checks = (
-        ("false_pass_rate", limits.max_false_pass_rate, "false-pass rate", True),
-        ("false_block_rate", limits.max_false_block_rate, "false-block rate", True),
-        ("rerun_stability", limits.min_stability, "rerun stability", False),
-    )
-    for key, limit, label, upper in checks:
-        value = record[key]
-        if value is None:
-            reasons.append(f"no {label}: no held-out item to measure it on")
-        elif upper and not value < limit:
-            reasons.append(f"{label} {value:.3f} is not under {limit:g}")
-        elif not upper and value < limit:
-            reasons.append(f"{label} {value:.3f} is under {limit:g}")
+    c = record["confusion"]
+    rates = (
+        ("false-pass rate", c["fp"], c["fp"] + c["tn"], "fail", found.false_pass_rate,
+         limits.max_false_pass_rate),
+        ("false-block rate", c["fn"], c["fn"] + c["tp"], "pass", found.false_block_rate,
+         limits.max_false_block_rate),
+    )  # fmt: skip
+    for label, errors, n, kind, upper, limit in rates:
+        if upper is None:
+            reasons.append(f"no {label}: no held-out item the humans {kind}")
+        elif errors / n >= limit:
+            reasons.append(
+                f"{label} {errors / n:.3f} ({errors} of {n} held-out items the humans {kind}) is "
+                f"at or over {limit:g} itself: more labels cannot bring its bound under"
+            )
+        elif upper > limit:
+            reasons.append(
+                f"{label} {errors / n:.3f} ({errors} of {n} held-out items the humans {kind}): "
+                f"its 95% upper bound {upper:.3f} is over {limit:g}"
+            )
+    stability = record["rerun_stability"]
+    if stability is None:
+        reasons.append("no rerun stability: no held-out item to measure it on")
+    elif stability < limits.min_stability:
+        reasons.append(f"rerun stability {stability:.3f} is under {limits.min_stability:g}")
     kappa = record["kappa"]
-    if kappa is None or kappa < limits.min_kappa:
+    if not record["n_heldout"]:
+        reasons.append("no kappa: no held-out item to measure it on")
+    elif kappa is None or found.kappa is None:
         shown = "none" if kappa is None else f"{kappa:.3f}"
-        reasons.append(f"kappa {shown} is under {limits.min_kappa:g}")
+        reasons.append(
+            f"kappa {shown}: no lower bound, for the humans and the judge give one verdict"
+        )
+    elif kappa < limits.min_kappa:
+        reasons.append(
+            f"kappa {kappa:.3f} is under {limits.min_kappa:g} itself: more labels cannot raise "
+            "its bound to it"
+        )
+    elif found.kappa < limits.min_kappa:
+        bound = f"its 95% lower bound {found.kappa:.3f}"
+        reasons.append(f"kappa {kappa:.3f}: {bound} is under {limits.min_kappa:g}")
     return reasons
+
+
+def _needed_text(needed: evidence.LabelsNeeded, c: stats.Confusion) -> str:
+    """``labels_needed`` in words: how many more held-out items of which kind."""
+    parts = []
+    for count, kind, had in (
+        (needed.fail, "fail", c.fp + c.tn),
+        (needed.pass_, "pass", c.fn + c.tp),
+    ):
+        if count:
+            least = "" if had else "at least "
+            parts.append(f"{least}{count} more held-out {_items(count)} the humans {kind}")
+    if needed.either:
+        parts.append(f"{needed.either} more of either kind")
+    labelled = math.ceil(needed.total * 100 / (100 - DEV_SHARE))
+    return (
+        f"short of evidence only: {' and '.join(parts)} would let it block at its current rates "
+        f"(new items without a split go {100 - DEV_SHARE}% to held-out: label about {labelled})"
+    )
+
+
+def _items(count: int) -> str:
+    return "item" if count == 1 else "items"

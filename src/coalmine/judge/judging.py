@@ -6,6 +6,7 @@ Used in the calibrating process and in each shard of a sharded calibration
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -40,6 +41,8 @@ class ItemVerdict:
     """Its score of the output padded with filler (held-out items, with the verbosity check)."""
     replies: tuple[str, ...]
     """Every raw reply, in call order."""
+    models: tuple[str, ...] = ()
+    """The models that answered the primary judge, as their replies name them, sorted."""
 
 
 @dataclass
@@ -59,14 +62,18 @@ class Judging:
     async def judge(self, item: LabelledItem) -> ItemVerdict:
         """Ask every judge about ``item`` (the primary ``reruns`` times)."""
         replies: list[str] = []
+        models: set[str] = set()
         scores = [
-            await self._grade(item, self.primary, repeat, replies) for repeat in range(self.reruns)
+            await self._grade(item, self.primary, repeat, replies, models=models)
+            for repeat in range(self.reruns)
         ]
         quorum = {name: await self._grade(item, name, 0, replies) for name in self.others}
         padded = None
         if self.verbosity and item.assigned_split == "heldout":
-            padded = await self._grade(item, self.primary, 0, replies, item.output + PADDING)
-        return ItemVerdict(tuple(scores), quorum, padded, tuple(replies))
+            padded = await self._grade(
+                item, self.primary, 0, replies, item.output + PADDING, models=models
+            )
+        return ItemVerdict(tuple(scores), quorum, padded, tuple(replies), tuple(sorted(models)))
 
     async def _grade(
         self,
@@ -75,6 +82,8 @@ class Judging:
         repeat: int,
         replies: list[str],
         output: str | None = None,
+        *,
+        models: set[str] | None = None,
     ) -> float | None:
         caller = self.callers[agent]
         ctx = GradeContext(
@@ -99,10 +108,22 @@ class Judging:
             except GradeError as exc:
                 texts = [getattr(c, "reply", None) for c in exc.judge_calls]
                 replies.extend(t for t in texts if t)
+                _add_models(models, exc.judge_calls)
                 return None
         if isinstance(grade, JudgeGrade):
             replies.extend(c.reply for c in grade.calls if c.reply)
+            _add_models(models, grade.calls)
         return grade.score
+
+
+def _add_models(models: set[str] | None, calls: Sequence[object]) -> None:
+    """Add the models named by the judge ``calls`` that got a reply."""
+    if models is not None:
+        models.update(
+            m
+            for c in calls
+            if getattr(c, "reply", None) and isinstance(m := getattr(c, "model", None), str)
+        )
 
 
 def identity_key_of(config: Config, agent: AgentConfig) -> str:

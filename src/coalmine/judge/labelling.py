@@ -67,6 +67,8 @@ class Candidate:
     asked: Asked | None = None
     """What the case's own judge grader asks; ``None`` when it has none."""
     context: str | list[str] | None = None
+    failed_other: bool | None = None
+    """Whether the case failed a grader that is not a judge (``other_graders_failed``)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ class Draft:
     """The item is in the file already (labelled by someone else); it is shown as stored."""
     differs: bool = False
     """Stored, and this run's output for the id is not the stored one."""
+    failed_other: bool | None = None
+    """The case's other graders failed it (never shown: it only orders the items)."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,8 @@ def _canary_candidates(store: Store, run_id: str) -> Iterator[Candidate]:
             continue
         grades = {k: g.model_dump(exclude_none=True) for k, g in result.grader_scores.items()}
         asked = judge_asks(grades, _canary_graders(result, configs))
-        yield Candidate(result.id, result.prompt, result.output, asked)
+        failed = other_graders_failed(grades)
+        yield Candidate(result.id, result.prompt, result.output, asked, failed_other=failed)
 
 
 def _canary_graders(result: CaseResult, configs: Mapping[str, Any]) -> list[GraderSpec] | None:
@@ -153,6 +158,7 @@ def _eval_candidates(store: Store, info: RunInfo, root: Path) -> Iterator[Candid
                 str(a.record["output"]),
                 judge_asks(grades, graders),
                 context,
+                other_graders_failed(grades),
             )
 
 
@@ -189,6 +195,22 @@ def _context_of(case: SuiteCase) -> str | list[str] | None:
     ):
         return found
     return None
+
+
+def other_graders_failed(grades: Mapping[str, Mapping[str, Any]]) -> bool | None:
+    """Whether a case failed a grader that is not a judge (its grade names no ``judge_model``).
+
+    ``True``: one failed it; ``False``: every one that graded passed it; ``None``: none graded.
+    It hints at what the humans will say without looking at the judge's own verdict.
+    """
+    verdicts = [
+        g.get("passed")
+        for g in grades.values()
+        if "judge_model" not in g and isinstance(g.get("passed"), bool)
+    ]
+    if not verdicts:
+        return None
+    return not all(verdicts)
 
 
 def judge_asks(
@@ -242,14 +264,17 @@ def plan_labelling(
             criteria = stored.criteria
             what = Asked(criteria=criteria, rubric=stored.rubric)
             differs = stored.output != c.output
-            draft = Draft(c.id, stored.prompt, stored.output, what, stored.context, True, differs)
+            draft = Draft(c.id, stored.prompt, stored.output, what, stored.context, True, differs,
+                          c.failed_other)  # fmt: skip
             drafts.append(draft)
             continue
         what_new = asked or c.asked
         if what_new is None:
             missing.append(c.id)
             continue
-        drafts.append(Draft(c.id, c.prompt, c.output, what_new, c.context))
+        drafts.append(
+            Draft(c.id, c.prompt, c.output, what_new, c.context, failed_other=c.failed_other)
+        )
     return LabelPlan(drafts, done, missing)
 
 

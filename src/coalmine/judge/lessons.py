@@ -1,7 +1,8 @@
-"""The lessons of a calibration: the items its judge and the humans disagree on."""
+"""The lessons of a judge: the items it and the humans disagree on, and its drift."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from coalmine.judge.calibration import Disagreements
@@ -51,3 +52,37 @@ def retain_calibration_lessons(
             )
         )
     return ids
+
+
+def retain_drift_lesson(
+    store: Store,
+    *,
+    judge: str,
+    judge_key: str,
+    calibration_id: int,
+    reason: str,
+    wrong: Sequence[str],
+    labels: LabelSet,
+    root: Path,
+) -> int:
+    """Retain a judge's drift as a ``risk-note`` lesson; its id.
+
+    ``wrong`` are the anchors it now judges unlike the humans. The evidence is the calibration,
+    the labels file's sha256 and those anchors, so the same drift found twice keeps one lesson.
+    """
+    where = relative(labels.path, root)
+    text = f"Judge '{judge}' drifted since calibration #{calibration_id}: {reason}"
+    if wrong:
+        text += f"; the anchors it now judges unlike the humans: {listed(list(wrong))}"
+    return ensure_lesson(
+        store,
+        "risk-note",
+        text,
+        tags=[judge, judge_key, "judge", "drift"],
+        paths=[where] if where else [],
+        evidence=[
+            f"calibration #{calibration_id}",
+            f"labels {labels.sha256}",
+            *wrong[:EVIDENCE_CASES],
+        ],
+    )

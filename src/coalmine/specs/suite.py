@@ -52,6 +52,9 @@ class SuiteMeta(BaseModel):
     """How many times each case runs."""
     min_score: float | None = Field(None, ge=0, le=1)
     """The suite passes when its score reaches this (default: when every case passes)."""
+    min_pass_hat_k: float | None = Field(None, ge=0, le=1)
+    """The suite passes only when its pass^k (k = its repeats; the chance that every one of a
+    case's k runs passes, averaged over the cases, as tau-bench defines it) reaches this too."""
     timeout_seconds: float | None = Field(None, gt=0)
     """How long the agent may take on one case, retries included (default: the config's
     ``timeout_seconds``)."""
