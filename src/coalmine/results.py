@@ -419,6 +419,25 @@ class EvalClustered(_Camel):
     ci95: tuple[float, float] = Field(description="score ± 1.96 × stderr, within [0, 1].")
 
 
+class EvalJudgeRate(_Camel):
+    """The share of cases a judge grader passed, raw and corrected by human labels (PPI)."""
+
+    grader: str = Field(description="The judge grader's key (the first with a verdict).")
+    raw: float = Field(description="The judge's pass rate over the cases it judged.")
+    cases: int
+    labelled: int = Field(description="Of them, cases people labelled on this run's output.")
+    corrected: float | None = Field(
+        description="The prediction-powered estimate; null below two labelled cases."
+    )
+    ci95: tuple[float, float] | None = Field(
+        description="Its 95% interval, which carries the judge's error."
+    )
+    labels_only_ci95: tuple[float, float] | None = Field(
+        description="Wilson's interval from the labelled cases alone, for comparison."
+    )
+    note: str
+
+
 class EvalSequential(_Camel):
     """How ``eval run --sequential`` decided a suite's gate, and what stopping early saved."""
 
@@ -505,6 +524,9 @@ class EvalSuiteResult(_Camel):
     flaky_cases: list[EvalFlaky] = Field([], description="The first flaky cases (up to 20).")
     clustered: EvalClustered | None = Field(
         None, description="With cases that share tags: the clustered error; null otherwise."
+    )
+    judge_rate: EvalJudgeRate | None = Field(
+        None, description="With a judge grader: its pass rate, raw and corrected by labels."
     )
 
 

@@ -253,6 +253,11 @@ def run_command(
             exc.hint = "or pass --no-judge to skip judge graders for this run"
             raise
         use_cache = config.cache if cache is None else cache
+        labels = None
+        if not no_judge and config.judge is not None and any(s.needs_judge for s in plan.suites):
+            from coalmine.judge.rates import calibration_sets, labels_of
+
+            labels = labels_of(calibration_sets(store, config.judge.name, config.root))
         count, where = _workers(
             plan, workers, backend, address, concurrency=concurrency,
             cache=None if not use_cache else "--cache" if cache else "cache: true (coalmine.yaml)",
@@ -265,7 +270,7 @@ def run_command(
                     _run, plan, store=store, concurrency=concurrency, resume=resume_id,
                     no_judge=no_judge, cache=use_cache, hooks=[hooks], command_line=sys.argv,
                     judge_reruns=judge_reruns, record=record_to, replay=replay_from,
-                    workers=count, backend=where, stopping=stopping,
+                    workers=count, backend=where, stopping=stopping, labels=labels,
                 )
             )  # fmt: skip
         if as_promptfoo:
@@ -442,6 +447,87 @@ async def _run(plan: EvalPlan, **options: Any) -> EvalOutcome:
         outcome = await run_evals(plan, stop=stop, cancel=cancel, **options)
         tg.cancel_scope.cancel()
     return outcome
+
+
+@eval_group.command("plan")
+@click.argument("suites", nargs=-1, required=True)
+@root_option
+@store_option
+@click.option(
+    "--detect",
+    type=float,
+    required=True,
+    metavar="DROP",
+    help="The drop in pass rate to see, as a share (0.05: five points).",
+)
+@click.option(
+    "--power",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="The chance of seeing a drop of that size when there is one.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="The chance of a false alarm (two-sided).",
+)
+@click.option(
+    "--discordance",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="The share of cases that flip between two runs (default: measured from the suite's "
+    "two latest runs, else assumed).",
+)
+@click.option(
+    "--repeats", type=click.IntRange(min=1), help="Repeats a case (default: the suite's)."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def plan_command(
+    suites: tuple[str, ...],
+    root: Path,
+    store_path: Path | None,
+    detect: float,
+    power: float,
+    alpha: float,
+    discordance: float | None,
+    repeats: int | None,
+    fmt: str,
+) -> int:
+    """Say how many cases (× repeats) each SUITE needs to see a drop of DROP, and the cost.
+
+    The discordance comes from the suite's two latest finished runs in the store (or
+    --discordance); the cost a call from its latest priced run.
+    """
+    from coalmine.evals.sizing import plan_size
+
+    if power <= alpha:
+        raise UsageError(f"--power {power:g} must be above --alpha {alpha:g}")
+    config = require_project_config(root)
+    store = Store.open(store_path or config.store_path)
+    try:
+        plans = [
+            plan_size(
+                store,
+                Path(name).stem,
+                drop=detect,
+                alpha=alpha,
+                power=power,
+                discordance=discordance,
+                repeats=repeats,
+            )  # fmt: skip
+            for name in suites
+        ]
+    finally:
+        store.close()
+    if fmt == "json":
+        click.echo(json.dumps([p.as_json() for p in plans], indent=2))
+    else:
+        click.echo("\n\n".join(p.in_words() for p in plans))
+    return 0
 
 
 @eval_group.command("list")

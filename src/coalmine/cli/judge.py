@@ -28,6 +28,7 @@ from coalmine.judge.calibrate import calibrate
 from coalmine.judge.drift import DEFAULT_ANCHORS, check_judge
 from coalmine.judge.labelling import Asked, Draft, LabelFile, plan_labelling, run_candidates
 from coalmine.judge.labels import Verdict, load_labels
+from coalmine.judge.rates import calibration_sets, labels_of, rate_in_words, stored_rates
 from coalmine.judge.redteam import RedTeamReport, gate_failure, load_pack, run_redteam
 from coalmine.judge.render import render_calibration, render_check
 from coalmine.judge.wanted import describe_wanted, find_wanted, offer_first
@@ -177,6 +178,47 @@ def report_command(
         click.echo("\n\n".join(render_calibration(r) for r in newest.values()))
     if html_path is not None:
         write_file(html_path, render_calibrations_html(list(newest.values())))
+    return 0
+
+
+@judge_group.command("rate")
+@click.argument("run_ref", metavar="RUN")
+@click.option(
+    "--labels", "label_paths", multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A calibration set with people's labels of RUN's cases (repeatable; default: the sets "
+    "the judge's calibrations were made from).",
+)  # fmt: skip
+@root_option
+@store_option
+@_format_option
+def rate_command(
+    run_ref: str, label_paths: tuple[Path, ...], root: Path, store_path: Path | None, fmt: str
+) -> int:
+    """Each judge grader's pass rate over RUN's suites, corrected by people's labels (PPI).
+
+    A label counts when it is about the output RUN gave (label a run with 'coalmine judge label
+    RUN'). Below two labelled cases the rate is the judge's, uncorrected, and says so.
+    """
+    config = project_config(root)
+    store = open_store(root, path=store_path)
+    try:
+        info = store.get_run(run_ref, kind="eval")
+        paths = list(label_paths) or calibration_sets(
+            store, config.judge.name if config and config.judge else None, root
+        )
+        rates = stored_rates(store, info.id, labels_of(paths))
+    finally:
+        store.close()
+    if fmt == "json":
+        payload = [
+            {"suite": suite, **r.model_dump(mode="json", by_alias=True)} for suite, r in rates
+        ]
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    elif not rates:
+        click.echo(f"run {info.id} has no suite a judge graded")
+    else:
+        click.echo("\n".join(line for suite, r in rates for line in rate_in_words(suite, r)))
     return 0
 
 

@@ -69,6 +69,15 @@ def numbers_in_words(r: EvalSuiteResult) -> list[str]:
         shown = [f"{f.id} {f.passes}/{f.runs} ({f.ci95[0]:.2f}–{f.ci95[1]:.2f})"
                  for f in r.flaky_cases[:5]]  # fmt: skip
         lines.append(line + (": " + ", ".join(shown) if shown else ""))
+    if r.judge_rate is not None:
+        j = r.judge_rate
+        if j.corrected is not None and j.ci95 is not None:
+            lines.append(
+                f"judge {j.grader} passed {j.raw:.3f}; corrected by {j.labelled} labelled cases "
+                f"{j.corrected:.3f} (95% CI {j.ci95[0]:.3f}–{j.ci95[1]:.3f})"
+            )
+        else:
+            lines.append(f"judge {j.grader} passed {j.raw:.3f}: {j.note}")
     if r.clustered is not None:
         c = r.clustered
         lines.append(

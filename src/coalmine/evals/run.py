@@ -48,6 +48,7 @@ from coalmine.engine.wiring import (
 from coalmine.errors import UsageError
 from coalmine.evals.attempt import RunEnv, SuiteRun, finish_compat_attempts, run_attempt
 from coalmine.evals.compat import CompatRunner, get_compat_kind
+from coalmine.evals.judged import Labels
 from coalmine.evals.lessons import recall_for_suites, retain_eval_regression
 from coalmine.evals.plan import EvalPlan, plan_agents, require_eval_judge
 from coalmine.evals.sequential import Stopping, sequences_for
@@ -125,6 +126,7 @@ async def run_evals(
     workers: int = 1,
     backend: Backend | None = None,
     stopping: Stopping | None = None,
+    labels: Labels | None = None,
 ) -> EvalOutcome:
     """Run every selected case of ``plan``; store, summarise and write each suite's result.
 
@@ -134,6 +136,7 @@ async def run_evals(
     processes by default; :func:`~coalmine.evals.shard.choose_workers` says how many may run).
     ``stopping`` (``--sequential``) stops a suite's cases once its gate is decided
     (:mod:`coalmine.evals.sequential`); it runs in one process, in the plan's (shuffled) order.
+    ``labels`` (people's verdicts by ``suite/case``) correct each judge grader's pass rate.
 
     ``stop`` stops the run gracefully: no case starts after it, and the cases in flight finish
     (so a resumed run never calls a case twice). ``cancel`` stops it at once: the cases in
@@ -340,6 +343,7 @@ async def run_evals(
                 lessons=lessons.get(suite.name, []),
                 sequence=None if sequences is None else sequences[at],
                 seed=plan.selection.shuffle,
+                labels=labels,
             )
             results.append(result)
             paths.append(path)

@@ -25,6 +25,7 @@ from coalmine._util.files import write_file
 from coalmine._util.hashing import hash_text
 from coalmine.engine.verdict import EPSILON
 from coalmine.engine.wiring import coalmine_version
+from coalmine.evals.judged import JudgeRates, Labels
 from coalmine.evals.plan import PlannedSuite
 from coalmine.evals.values import case_values
 from coalmine.results import (
@@ -86,11 +87,13 @@ def write_suite_result(
     lessons: list[RecalledLesson],
     sequence: SuiteSequence | None = None,
     seed: int | None = None,
+    labels: Labels | None = None,
 ) -> tuple[EvalSuiteResult, Path]:
     """Summarise a suite of run ``run_id`` from the store; write and store its result.
 
     ``sequence``: with ``--sequential``, the suite's gate as it was decided (and ``seed`` the
-    order its cases were drawn in).
+    order its cases were drawn in). ``labels``: people's verdicts on cases (by ``suite/case``),
+    which correct a judge grader's pass rate (:mod:`coalmine.evals.judged`).
     """
     summary = summarise_attempts(
         iter_attempts(store, run_id, suite.name),
@@ -98,6 +101,7 @@ def write_suite_result(
         repeats=suite.repeats,
         min_score=suite.index.meta.min_score,
         min_pass_hat_k=suite.index.meta.min_pass_hat_k,
+        judged=JudgeRates(suite.name, labels or {}) if judged and suite.needs_judge else None,
     )
     sequential = None
     if sequence is not None:
@@ -152,6 +156,7 @@ def write_suite_result(
         flaky=summary.flaky,
         flaky_cases=summary.flaky_cases,
         clustered=summary.clusters.result(),
+        judge_rate=summary.judged.result() if summary.judged is not None else None,
         coalmine_version=coalmine_version(),
         unstable=summary.unstable,
         lessons=lessons,
@@ -209,6 +214,8 @@ class SuiteSummary:
     flaky: int = 0
     flaky_cases: list[EvalFlaky] = field(default_factory=list)
     clusters: ClusterSums = field(default_factory=lambda: ClusterSums())
+    judged: JudgeRates | None = None
+    """With a judge grader: its verdicts, labelled or not (the corrected rate)."""
 
     def grader_means(self) -> dict[str, GraderMean]:
         """Each grader's mean score."""
@@ -225,6 +232,7 @@ def summarise_attempts(
     repeats: int,
     min_score: float | None,
     min_pass_hat_k: float | None = None,
+    judged: JudgeRates | None = None,
 ) -> SuiteSummary:
     """Reduce a suite's attempts (grouped by case) to its summary, in constant memory.
 
@@ -233,7 +241,7 @@ def summarise_attempts(
     run errored is errored. The gate applies the same rule to the graders that may block; with
     ``min_pass_hat_k`` the suite's pass^k over them must reach it too.
     """
-    s = SuiteSummary()
+    s = SuiteSummary(judged=judged)
     group: list[Attempt] = []
     for attempt in attempts:
         if group and attempt.case_id != group[0].case_id:
@@ -290,6 +298,8 @@ def _add_case(s: SuiteSummary, runs: list[Attempt], reducer: str, repeats: int) 
     mean = sum(scores) / len(scores) if scores else None
     s.case_verdicts.add(runs[0].case_id, values.verdict, mean)
     case_id = runs[0].case_id
+    if s.judged is not None:
+        s.judged.add(case_id, runs[0].record)
     value, value_b = values.value, values.blocking_value
     if value is None or value_b is None:
         s.errored += 1

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from coalmine._util.excerpt import excerpt, first_difference
 from coalmine._util.markdown import md_code, md_text
-from coalmine.compare import CaseChange, Comparison
+from coalmine.compare import CaseChange, Comparison, groups_sentence
 from coalmine.reports.base import reporter
 from coalmine.results import CanaryRun, CaseResult, format_score
 
@@ -66,6 +66,18 @@ def render_comparison(comparison: Comparison) -> str:
     if comparison.removed_cases:
         lines += ["", "Removed cases: " + ", ".join(map(md_text, comparison.removed_cases))]
     lines += ["", comparison.verdict_sentence(), "", comparison.score_sentence()]
+    if comparison.detectable is not None:
+        lines += ["", comparison.detectable.sentence()]
+    if comparison.groups:
+        lines += ["", "| Group | Shared | Regressions | Fixed | p | Holm-adjusted p |"]
+        lines.append("|----|----|----|----|----|----|")
+        lines += [
+            f"| {md_text(g.name)} | {g.shared} | {g.regressions} | {g.fixes} | "
+            f"{g.flips.p_value:.4g} | {g.adjusted_p:.4g} |"
+            for g in comparison.groups
+        ]
+        sentence = groups_sentence(comparison.groups)
+        lines += ["", sentence] if sentence else []
     return "\n".join(lines) + "\n"
 
 

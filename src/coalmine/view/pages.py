@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from coalmine._util.stats import mcnemar_exact, wilcoxon_signed_rank
-from coalmine.compare import compare_runs, score_sentence, verdict_sentence
+from coalmine.compare import compare_runs, detectable, score_sentence, verdict_sentence
 from coalmine.engine.history import attempt_result, case_of_attempts, eval_run_record
 from coalmine.engine.pairs import no_case_in_common, require_shared_cases
 from coalmine.errors import UsageError
@@ -234,7 +234,12 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
             len(comparison.shared), len(comparison.regressions), len(comparison.fixes),
             len(comparison.new_cases), len(comparison.removed_cases), len(ranked),
         )  # fmt: skip
-        sentences = (comparison.verdict_sentence(), comparison.score_sentence())
+        found_mde = comparison.detectable
+        sentences = (
+            comparison.verdict_sentence(),
+            comparison.score_sentence(),
+            found_mde.sentence() if found_mde is not None else "",
+        )
     shared, regressions, fixes, only_new, only_base, changed_total = counts
     return {
         "base": base,
@@ -252,14 +257,14 @@ def compare_page(store: Store, base: RunInfo, new: RunInfo, page: int) -> dict[s
     }
 
 
-_COMPARISONS: dict[tuple[str, str], tuple[EvalComparison, tuple[str, str]]] = {}
+_COMPARISONS: dict[tuple[str, str], tuple[EvalComparison, tuple[str, str, str]]] = {}
 _COMPARISONS_KEPT = 4
 _COMPARISONS_LOCK = threading.Lock()
 
 
 def _eval_comparison(
     store: Store, base: RunInfo, new: RunInfo
-) -> tuple[EvalComparison, tuple[str, str]]:
+) -> tuple[EvalComparison, tuple[str, str, str]]:
     """Two eval runs compared (every changed case), and the paired tests in words.
 
     Kept while both runs are finished: a finished run never changes, so turning the pages of
@@ -279,6 +284,7 @@ def _eval_comparison(
         (
             verdict_sentence(c.regressions, c.fixes, c.shared, flips),
             score_sentence(c.deltas, scores, noun="Case"),
+            mde.sentence() if (mde := detectable(c.shared, c.regressions + c.fixes)) else "",
         ),
     )
     if frozen:
