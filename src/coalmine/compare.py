@@ -6,7 +6,8 @@ signed-rank test, and says the result in words.
 
 It also says what the comparison could have seen: the minimum detectable difference in pass
 rate at 80% power for its number of paired cases, from the share of them that flipped
-(McNemar's power, Connor 1987: :func:`coalmine._util.power.minimum_detectable_difference`).
+(McNemar's power, Connor 1987: :func:`coalmine._util.power.minimum_detectable_change`; a change
+larger than that share would flip more cases, and is sized with the flips it needs).
 When nothing flipped that share is 0 and says nothing, so Wilson's 95% upper bound on it is
 used and the figure is marked assumed. When the runs hold several groups (an eval run's suites,
 a canary run's phases), each group's flips are tested too and the p-values are adjusted for the
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coalmine._util.power import holm, minimum_detectable_difference, planning_discordance
+from coalmine._util.power import holm, minimum_detectable_change, planning_discordance
 from coalmine._util.stats import TestResult, describe_p, mcnemar_exact, wilcoxon_signed_rank
 from coalmine.results import CanaryRun, CaseResult
 
@@ -87,7 +88,7 @@ def detectable(cases: int, flips: int) -> Detectable | None:
         return None
     planned = planning_discordance(flips, cases)
     share = planned.value if planned.value is not None else planned.upper
-    mde = minimum_detectable_difference(cases, discordance=share, alpha=ALPHA, power=POWER)
+    mde = minimum_detectable_change(cases, discordance=share, alpha=ALPHA, power=POWER)
     return Detectable(cases, flips, share, planned.value is None, mde)
 
 

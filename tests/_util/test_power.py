@@ -343,3 +343,19 @@ def test_bad_arguments_raise_value_error(call: object, message: str) -> None:
     assert callable(call)
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_the_detectable_change_counts_the_flips_a_change_needs() -> None:
+    from coalmine._util.power import mcnemar_power, minimum_detectable_change
+
+    # with enough flips observed it is the fixed-discordance answer
+    assert minimum_detectable_change(100, discordance=0.2) == minimum_detectable_difference(
+        100, discordance=0.2
+    )
+    # with few (or their upper bound, none), a change larger than the flips: ψ = δ, power 0.8
+    for n, psi in [(1000, 0.0038), (5000, 0.0014), (200, 0.01)]:
+        assert minimum_detectable_difference(n, discordance=psi) is None
+        d = minimum_detectable_change(n, discordance=psi)
+        assert d is not None and d > psi
+        assert mcnemar_power(n, discordance=d, delta=d) == pytest.approx(0.8, abs=1e-9)
+    assert minimum_detectable_change(3, discordance=0.1) is None  # √3 < 1.96: never

@@ -249,6 +249,43 @@ def minimum_detectable_difference(
     return hi
 
 
+def minimum_detectable_change(
+    n: int, *, discordance: float, alpha: float = 0.05, power: float = 0.8
+) -> float | None:
+    """The smallest change in pass rate ``n`` paired cases detect, the flips it needs counted.
+
+    :func:`minimum_detectable_difference` holds ``ψ`` fixed, so it can never find a change
+    above ``ψ``: with few flips observed (or none, and ``ψ`` their upper bound) it finds nothing,
+    although a real change of ``δ`` would itself flip at least ``δ`` of the cases. Here the
+    discordance is ``max(ψ, |δ|)``: when the fixed-``ψ`` search finds nothing, the answer is the
+    smallest ``|δ| ≥ ψ`` whose power, with every flip going the way of the change
+    (``ψ = |δ|``: ``Φ((|δ|·√n - z_{1-α/2}·√|δ|) / √(|δ| - δ²))``), reaches ``power``, found by
+    bisection (that power rises with ``|δ|``: it is ``Φ((√(n·|δ|) - z) / √(1 - |δ|))``).
+    ``None`` when even ``|δ| = 1`` is not detected (``n`` below about 8 cases).
+    """
+    found = minimum_detectable_difference(n, discordance=discordance, alpha=alpha, power=power)
+    if found is not None:
+        return found
+
+    def enough(delta: float) -> bool:
+        if delta >= 1.0:
+            return math.sqrt(n) > normal_quantile(1.0 - alpha / 2.0)  # Φ(+∞) once √n > z
+        return mcnemar_power(n, discordance=delta, delta=delta, alpha=alpha) >= power
+
+    lo, hi = max(discordance, 1e-15), 1.0
+    if not enough(hi) or not hi > lo:
+        return None
+    if enough(lo):
+        return lo
+    while hi - lo > _BISECTION_TOLERANCE:
+        mid = (lo + hi) / 2.0
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def cases_to_detect(
     drop: float, *, discordance: float, alpha: float = 0.05, power: float = 0.8
 ) -> int:

@@ -507,20 +507,28 @@ def plan_command(
     if power <= alpha:
         raise UsageError(f"--power {power:g} must be above --alpha {alpha:g}")
     config = require_project_config(root)
+    plan = plan_evals(root, suites, selection=Selection(), config=config)  # names checked here
+    for broken in plan.broken:
+        raise UsageError(broken.message)
     store = Store.open(store_path or config.store_path)
     try:
-        plans = [
-            plan_size(
-                store,
-                Path(name).stem,
-                drop=detect,
-                alpha=alpha,
-                power=power,
-                discordance=discordance,
-                repeats=repeats,
-            )  # fmt: skip
-            for name in suites
-        ]
+        try:
+            plans = [
+                plan_size(
+                    store,
+                    suite.name,
+                    drop=detect,
+                    alpha=alpha,
+                    power=power,
+                    discordance=discordance,
+                    repeats=repeats or suite.repeats,
+                    cases_now=len(suite.index),
+                )  # fmt: skip
+                for suite in plan.suites
+            ]
+        except ValueError as exc:
+            hint = "" if discordance is None else "; give a larger --discordance"
+            raise UsageError(f"--detect {detect:g}: {exc}{hint}") from None
     finally:
         store.close()
     if fmt == "json":

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from coalmine._util.power import cases_to_detect, mcnemar_exact_power, planning_discordance
-from coalmine.errors import UsageError
 from coalmine.store.evals import case_verdicts, suite_summaries
 from coalmine.store.runs import Store
 
@@ -109,32 +108,39 @@ def plan_size(
     power: float = 0.8,
     discordance: float | None = None,
     repeats: int | None = None,
+    cases_now: int | None = None,
 ) -> SizePlan:
     """How many cases ``suite`` needs to detect ``drop``, from its runs in ``store``.
 
+    ``repeats`` and ``cases_now`` are the suite's as its files say (default: its latest run's).
+
     Raises:
-        UsageError: the drop is larger than the discordance allows (see
-            :func:`~coalmine._util.power.cases_to_detect`), or a figure is out of range.
+        ValueError: the drop is not in (0, 1), or larger than the discordance allows (see
+            :func:`~coalmine._util.power.cases_to_detect`).
     """
     if not 0 < drop < 1:
-        raise UsageError(f"--detect is a drop in pass rate between 0 and 1, not {drop:g}")
+        raise ValueError(f"a drop in pass rate is between 0 and 1, not {drop:g}")
     runs = _runs_with(store, suite)
     summary = runs[0][1] if runs else None
     if discordance is not None:
-        source = "given (--discordance)"
+        source = "given"
         psi = discordance
     else:
         psi, source = _measured(store, suite, [run_id for run_id, _ in runs[:2]], drop)
-    try:
-        needed = cases_to_detect(drop, discordance=psi, alpha=alpha, power=power)
-    except ValueError as exc:
-        raise UsageError(f"--detect {drop:g}: {exc}") from None
+    if drop > psi:
+        raise ValueError(
+            f"a drop of {drop:g} flips at least {drop:g} of the cases, more than the "
+            f"discordance {psi:g} ({source})"
+        )
+    needed = cases_to_detect(drop, discordance=psi, alpha=alpha, power=power)
     exact = mcnemar_exact_power(needed, discordance=psi, delta=drop, alpha=alpha)
     reps = repeats or (int(summary.get("repeats") or 1) if summary else 1)
     per_call, cost_source = _cost_per_call(summary)
+    if cases_now is None and summary is not None:
+        cases_now = int(summary["cases"])
     return SizePlan(
-        suite, drop, alpha, power, psi, source, needed, exact,
-        int(summary["cases"]) if summary else None, reps, per_call, cost_source,
+        suite, drop, alpha, power, psi, source, needed, exact, cases_now, reps, per_call,
+        cost_source,
     )  # fmt: skip
 
 
@@ -171,8 +177,7 @@ def _measured(store: Store, suite: str, run_ids: list[str], drop: float) -> tupl
                 return planned.value, f"{flips} of {len(pairs)} shared cases flipped between {runs}"
     psi = max(ASSUMED_FLOOR, 2 * drop)
     return min(psi, 1.0), (
-        "assumed, max(0.10, 2 × the drop): the store has no two finished runs of the suite "
-        "(give --discordance to set it)"
+        "assumed, max(0.10, 2 × the drop): the store has no two finished runs of the suite"
     )
 
 
@@ -184,4 +189,4 @@ def _cost_per_call(summary: dict[str, Any] | None) -> tuple[float | None, str]:
     calls = int(summary.get("cases") or 0) * int(summary.get("repeats") or 1)
     if cost is None or not calls:
         return None, "its latest run was not priced (no model of it in pricing:)"
-    return float(cost) / calls, "at the cost a call of its latest run, from pricing:"
+    return float(cost) / calls, "at the cost a call of its latest run"

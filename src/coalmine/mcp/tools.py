@@ -33,7 +33,7 @@ from coalmine.engine.history import (
 )
 from coalmine.engine.pairs import load_pair_at
 from coalmine.engine.wiring import secret_values
-from coalmine.errors import UsageError
+from coalmine.errors import CoalmineError, UsageError
 from coalmine.evals.plan import Selection, plan_evals, require_eval_judge
 from coalmine.evals.render import render_suites
 from coalmine.evals.run import run_evals
@@ -310,7 +310,7 @@ class Desk:
         if config is None:
             try:
                 config = require_project_config(self.root)
-            except Exception:  # noqa: BLE001 - no config: no secret it names
+            except CoalmineError:  # no config, or one that cannot load: no secret it names
                 return answer
         secrets = list(secret_values(config))
         if not secrets:

@@ -53,7 +53,10 @@ def explain_case(result: CaseResult) -> str:
     rows: list[list[object]] = [["grader", "score", "passed", "what cost points"]]
     for name, grade in result.grader_scores.items():
         shown = "skipped" if grade.score is None else f"{grade.score:.3f}"
-        rows.append([name, shown, grade.passed, grade.explain() or grade.reason or ""])
+        said = grade.explain() or grade.reason
+        if not said and grade.passed is False:
+            said = "it did not pass (the grader kept no detail; the causes above say why)"
+        rows.append([name, shown, grade.passed, said or ""])
     if len(rows) > 1:
         lines += ["", markdown_table(rows)]
     if result.expected is not None:
