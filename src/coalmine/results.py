@@ -438,6 +438,19 @@ class EvalJudgeRate(_Camel):
     note: str
 
 
+class EvalDetectable(_Camel):
+    """What a comparison with the suite's previous run can detect (McNemar's power, 80%)."""
+
+    against: str = Field(description="The previous finished run of the suite.")
+    cases: int = Field(description="Cases both runs have.")
+    flips: int = Field(description="Of them, cases that went between PASS and not-PASS.")
+    discordance: float = Field(description="flips / cases; Wilson's upper bound when none.")
+    assumed: bool = Field(description="Whether discordance is that bound (nothing flipped).")
+    difference: float | None = Field(
+        description="The smallest change in pass rate detected with 80% power; null: none."
+    )
+
+
 class EvalSequential(_Camel):
     """How ``eval run --sequential`` decided a suite's gate, and what stopping early saved."""
 
@@ -524,6 +537,11 @@ class EvalSuiteResult(_Camel):
     flaky_cases: list[EvalFlaky] = Field([], description="The first flaky cases (up to 20).")
     clustered: EvalClustered | None = Field(
         None, description="With cases that share tags: the clustered error; null otherwise."
+    )
+    detectable: EvalDetectable | None = Field(
+        None,
+        description="Paired with the suite's previous finished run: the smallest change in pass "
+        "rate a comparison detects; null when there is no such run.",
     )
     judge_rate: EvalJudgeRate | None = Field(
         None, description="With a judge grader: its pass rate, raw and corrected by labels."

@@ -349,3 +349,30 @@ def test_sequential_runs_in_one_process_and_says_so(
     code, [suite], stderr = eval_run(tmp_path / "p", "--sequential", "--workers", "2")
     assert code == 0 and "--sequential decides as the cases finish, in one process" in stderr
     assert suite["sequential"] is not None
+
+
+def test_a_suite_result_says_what_a_comparison_with_its_previous_run_detects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coalmine.compare import detectable
+
+    root = tmp_path / "p"
+
+    def kinds() -> list[bool]:
+        path = root / "harness" / "evals" / "s.jsonl"
+        lines = path.read_text("utf-8").splitlines()
+        return [json.loads(line)["prompt"].startswith("good") for line in lines]
+
+    project(root, monkeypatch, cases=200, passing=180, seed=1)
+    before = kinds()
+    _, [first], _ = eval_run(root)
+    assert first["detectable"] is None  # no earlier run of the suite
+    project(root, monkeypatch, cases=200, passing=170, seed=2)
+    flips = sum(a != b for a, b in zip(before, kinds(), strict=True))
+    _, [second], _ = eval_run(root)
+    d = second["detectable"]
+    want = detectable(200, flips)
+    assert want is not None and want.difference is not None
+    assert (d["against"], d["cases"], d["flips"]) == (first["runId"], 200, flips)
+    assert d["difference"] == pytest.approx(want.difference, abs=1e-6)
+    jsonschema.validate(second, SCHEMA)

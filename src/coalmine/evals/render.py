@@ -78,6 +78,12 @@ def numbers_in_words(r: EvalSuiteResult) -> list[str]:
             )
         else:
             lines.append(f"judge {j.grader} passed {j.raw:.3f}: {j.note}")
+    d = r.detectable
+    if d is not None and d.difference is not None:
+        lines.append(
+            f"against run {d.against} ({d.cases} shared cases, {d.flips} flipped), a comparison "
+            f"detects a change of {d.difference * 100:.1f} points or more (80% power)"
+        )
     if r.clustered is not None:
         c = r.clustered
         lines.append(

@@ -23,6 +23,7 @@ from coalmine._util.clustered import case_pass_interval, is_flaky
 from coalmine._util.estimate import Z95, MeanEstimate
 from coalmine._util.files import write_file
 from coalmine._util.hashing import hash_text
+from coalmine.compare import detectable
 from coalmine.engine.verdict import EPSILON
 from coalmine.engine.wiring import coalmine_version
 from coalmine.evals.judged import JudgeRates, Labels
@@ -31,6 +32,7 @@ from coalmine.evals.values import case_values
 from coalmine.results import (
     EVERY_CASE,
     EvalClustered,
+    EvalDetectable,
     EvalFailure,
     EvalFlaky,
     EvalGate,
@@ -43,6 +45,7 @@ from coalmine.store.evals import (
     Attempt,
     PackedVerdicts,
     iter_attempts,
+    previous_suite_verdicts,
     save_case_verdicts,
     save_suite_summary,
 )
@@ -157,6 +160,7 @@ def write_suite_result(
         flaky_cases=summary.flaky_cases,
         clustered=summary.clusters.result(),
         judge_rate=summary.judged.result() if summary.judged is not None else None,
+        detectable=None if interrupted else _detectable(store, run_id, suite.name, summary),
         coalmine_version=coalmine_version(),
         unstable=summary.unstable,
         lessons=lessons,
@@ -167,6 +171,32 @@ def write_suite_result(
     save_suite_summary(store, run_id, suite.name, json.loads(text))
     save_case_verdicts(store, run_id, suite.name, summary.case_verdicts)
     return result, path
+
+
+def _detectable(
+    store: Store, run_id: str, suite: str, summary: SuiteSummary
+) -> EvalDetectable | None:
+    """What a comparison of this suite with its previous finished run can detect."""
+    found = previous_suite_verdicts(store, suite, run_id)
+    if found is None:
+        return None
+    against, kept = found
+    before = dict(zip(kept.ids, kept.verdicts, strict=True))
+    ids = summary.case_verdicts.ids_json_list()
+    pairs = [(before[i], v) for i, v in zip(ids, summary.case_verdicts.letters, strict=True)
+             if i in before]  # fmt: skip
+    flips = sum((a == "P") != (b == "P") for a, b in pairs)
+    figure = detectable(len(pairs), flips)
+    if figure is None:
+        return None
+    return EvalDetectable(
+        against=against,
+        cases=figure.cases,
+        flips=figure.flips,
+        discordance=round(figure.discordance, 6),
+        assumed=figure.assumed,
+        difference=None if figure.difference is None else round(figure.difference, 6),
+    )
 
 
 def _round(value: float | None) -> float | None:

@@ -366,6 +366,27 @@ def case_verdicts(store: Store, run_id: str) -> dict[str, KeptVerdicts] | None:
     return kept
 
 
+def previous_suite_verdicts(
+    store: Store, suite: str, run_id: str
+) -> tuple[str, KeptVerdicts] | None:
+    """``suite``'s kept per-case verdicts in the finished run that started last before ``run_id``.
+
+    With that run's id; ``None`` when no other finished run of the suite started before it.
+    """
+    row = store.conn.execute(
+        "SELECT v.run_id, v.ids, v.verdicts, v.scores FROM eval_case_verdicts AS v"
+        " JOIN runs AS r ON r.id = v.run_id WHERE v.suite = ?1 AND r.status = 'finished'"
+        " AND r.id != ?2 AND r.started_at <= (SELECT started_at FROM runs WHERE id = ?2)"
+        " ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
+        (suite, run_id),
+    ).fetchone()
+    if row is None:
+        return None
+    scores = array("d")
+    scores.frombytes(row[3])
+    return row[0], KeptVerdicts(json.loads(row[1]), row[2], scores)
+
+
 def suite_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
     """The stored summaries of a run's suites, by suite name."""
     rows = store.conn.execute(
