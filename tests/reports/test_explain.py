@@ -35,3 +35,19 @@ def test_a_failure_is_explained_with_its_causes_graders_expected_and_output() ->
     assert "| llm-judge | skipped | None | no judge for this run |" in text
     assert 'expected:\n```\n{\n  "city": "Paris"\n}\n```' in text
     assert "output:\n````\nLyon ``` breaks out?\n````" in text
+
+
+def test_a_case_with_repeats_says_how_many_passed_with_its_interval() -> None:
+    def run(verdict: str) -> CaseResult:
+        return CaseResult(id="s/c", phase="s", title="t", agent="bot", verdict=verdict,
+                          composite_score=None, duration_seconds=0.1)  # fmt: skip
+
+    runs = [run("PASS"), run("FAIL"), run("PASS"), run("ERROR")]
+    result = run("FAIL").model_copy(update={"repeats": runs})
+    # 2 of the 3 runs that graded: Wilson 95% (0.2077, 0.9385), which straddles 0.5
+    assert "passed 2 of 3 runs (95% interval 0.21–0.94) — flaky: its runs disagree" in (
+        explain_case(result)
+    )
+    steady = run("PASS").model_copy(update={"repeats": [run("PASS")] * 3})
+    assert "passed 3 of 3 runs (95% interval 0.44–1.00)\n" in explain_case(steady) + "\n"
+    assert "flaky" not in explain_case(steady)

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from coalmine._util.clustered import case_pass_interval, is_flaky
 from coalmine._util.markdown import md_text
 from coalmine.results import CaseResult, format_score
 
@@ -45,6 +46,14 @@ def explain_case(result: CaseResult) -> str:
         else ""
     )
     lines = [f"**{md_text(result.id)}**: {result.verdict}{score}"]
+    graded = [r for r in result.repeats if r.verdict != "ERROR"]
+    if len(graded) > 1:
+        passes = sum(r.verdict == "PASS" for r in graded)
+        low, high = case_pass_interval(passes, len(graded))
+        flaky = " — flaky: its runs disagree" if is_flaky(passes, len(graded)) else ""
+        lines.append(
+            f"passed {passes} of {len(graded)} runs (95% interval {low:.2f}–{high:.2f}){flaky}"
+        )
     if result.advisory:
         lines.append("advisory: it does not fail the run")
     if result.error:
