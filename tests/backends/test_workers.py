@@ -514,7 +514,8 @@ def wait_for(check: Callable[[], bool], seconds: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-VOLATILE = {"runId", "startedAt", "endedAt", "reportPath", "latencySeconds"}
+VOLATILE = {"runId", "startedAt", "endedAt", "reportPath", "latencySeconds", "detectable"}
+"""What differs between two runs of the same cases (the second is paired with the first)."""
 
 
 @pytest.mark.slow
@@ -542,6 +543,8 @@ def test_two_workers_give_the_verdicts_and_scores_of_one(runs: Runs) -> None:
     # agent raised (42, 79, 190, 227); the 8 that raised fail as crashes
     counts = (second["cases"], second["passed"], second["failed"], second["errored"])
     assert counts == (300, 146, 154, 0)
+    # paired with the first run, no case flipped
+    assert (second["detectable"]["against"], second["detectable"]["flips"]) == (first["runId"], 0)
     assert {k: v for k, v in first.items() if k not in VOLATILE} == {
         k: v for k, v in second.items() if k not in VOLATILE
     }
