@@ -48,7 +48,7 @@ one Halley step on ``Φ(x) = erfc(-x/√2)/2``, which brings it to machine preci
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from coalmine._util.estimate import Z95, wilson_interval
@@ -239,10 +239,17 @@ def minimum_detectable_difference(
     hi = min(discordance, math.sqrt(n * discordance) / z)
     if mcnemar_power(n, discordance=discordance, delta=hi, alpha=alpha) < power:
         return None
-    lo = 0.0  # the power there is alpha/2 < power
+    # at 0 the power is alpha/2 < power
+    return _smallest(
+        0.0, hi, lambda d: mcnemar_power(n, discordance=discordance, delta=d, alpha=alpha) >= power
+    )
+
+
+def _smallest(lo: float, hi: float, enough: Callable[[float], bool]) -> float:
+    """The smallest ``x`` in ``(lo, hi]`` with ``enough(x)``, by bisection (``enough`` rises)."""
     while hi - lo > _BISECTION_TOLERANCE:
         mid = (lo + hi) / 2.0
-        if mcnemar_power(n, discordance=discordance, delta=mid, alpha=alpha) >= power:
+        if enough(mid):
             hi = mid
         else:
             lo = mid
@@ -275,15 +282,7 @@ def minimum_detectable_change(
     lo, hi = max(discordance, 1e-15), 1.0
     if not enough(hi) or not hi > lo:
         return None
-    if enough(lo):
-        return lo
-    while hi - lo > _BISECTION_TOLERANCE:
-        mid = (lo + hi) / 2.0
-        if enough(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return lo if enough(lo) else _smallest(lo, hi, enough)
 
 
 def cases_to_detect(

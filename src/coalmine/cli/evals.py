@@ -508,8 +508,8 @@ def plan_command(
         raise UsageError(f"--power {power:g} must be above --alpha {alpha:g}")
     config = require_project_config(root)
     plan = plan_evals(root, suites, selection=Selection(), config=config)  # names checked here
-    for broken in plan.broken:
-        raise UsageError(broken.message)
+    if plan.broken:
+        raise UsageError(plan.broken[0].message)
     store = Store.open(store_path or config.store_path)
     try:
         try:
