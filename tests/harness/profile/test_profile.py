@@ -74,6 +74,8 @@ def test_python_agent_repo_with_an_mcp_config(tmp_path: Path) -> None:
         ],
         "agent-runtime:llm-sdk": [("pyproject.toml", 4), ("helper/agent.py", 3)],
         "agent-runtime:mcp": [(".mcp.json", None), ("pyproject.toml", 5), ("helper/agent.py", 5)],
+        "sdk:anthropic": [("pyproject.toml", 4), ("helper/agent.py", 3)],
+        "sdk:mcp": [("pyproject.toml", 5), ("helper/agent.py", 5)],
         "ci:github-actions": [(".github/workflows/ci.yml", None)],
         "language:python": [("helper/__init__.py", None), ("helper/agent.py", None)],
         "package-manager:uv": [("pyproject.toml", 8), ("uv.lock", None)],
@@ -115,6 +117,8 @@ def test_rag_repo_with_vector_db_clients(tmp_path: Path) -> None:
             ("rag/index.py", 1),
             ("rag/index.py", 4),
         ],  # fmt: skip
+        "sdk:chroma": [("requirements.txt", 2), ("rag/index.py", 1)],
+        "sdk:qdrant": [("requirements.txt", 3), ("rag/index.py", 4)],
     }
     assert profile_repository(tmp_path).applicable_kits == ["rag-system"]
 
@@ -163,6 +167,7 @@ def test_nextjs_app(tmp_path: Path) -> None:
             ("pages/api/hello.ts", None),
         ],  # fmt: skip
         "package-manager:npm": [("package.json", None)],
+        "sdk:openai": [("package.json", 6), ("lib/llm.ts", 2)],
         "web-ui:framework": [("package.json", 4), ("package.json", 5), ("app/page.tsx", 1)],
         "web-ui:playwright": [
             ("package.json", 9),
@@ -178,7 +183,16 @@ def test_a_lockfile_names_the_js_package_manager(tmp_path: Path) -> None:
     write(tmp_path, {"package.json": "{}", "pnpm-lock.yaml": "", "tools/package.json": "{}"})
     kinds = found(profile_repository(tmp_path))
     assert kinds["package-manager:pnpm"] == [("pnpm-lock.yaml", None)]
-    assert kinds["package-manager:npm"] == [("tools/package.json", None)]
+    # a package below the lockfile's folder is part of that workspace, not an npm project
+    assert "package-manager:npm" not in kinds
+    write(tmp_path / "other", {"package.json": "{}"})
+    (tmp_path / "pnpm-lock.yaml").unlink()
+    write(tmp_path / "site", {"package.json": '{"packageManager": "yarn@4.1.0"}'})
+    kinds = found(profile_repository(tmp_path))
+    assert kinds["package-manager:yarn"] == [("site/package.json", 1)]
+    assert kinds["package-manager:npm"] == [
+        ("package.json", None), ("other/package.json", None), ("tools/package.json", None)
+    ]  # fmt: skip
 
 
 def test_go_service(tmp_path: Path) -> None:

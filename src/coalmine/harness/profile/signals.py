@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel
 
+from coalmine.harness.profile.libraries import table
 from coalmine.harness.profile.scan import read_text
 
 __all__ = ["MAX_EVIDENCE", "Detector", "Evidence", "Signal"]
@@ -132,11 +133,12 @@ _FILE_SIGNALS = {
 }
 """A file's name (at any depth) → the kind it shows by itself."""
 
-_NON_NPM_LOCKS = frozenset({"pnpm-lock.yaml", "yarn.lock", "bun.lockb", "bun.lock"})
+_NON_NPM_FILES = frozenset(
+    {"pnpm-lock.yaml", "pnpm-workspace.yaml", "yarn.lock", "bun.lockb", "bun.lock"}
+)
 
 _PATH_SIGNALS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?:.*/)?requirements[\w.-]*\.txt"), "package-manager:pip"),
-    (re.compile(r"(?:.*/)?\.claude/agents/[^/]+\.md"), AGENT_DEFS),
     (re.compile(r"(?:.*/)?agents/[^/]+\.ya?ml"), AGENT_DEFS),
     (re.compile(r"(?:.*/)?app/(?:.+/)?page\.(?:tsx|ts|jsx|js|mdx)"), ROUTES),
     (re.compile(r"(?:.*/)?pages/(?!api/)(?:.+/)?[^_/][^/]*\.(?:tsx|ts|jsx|js|mdx)"), ROUTES),
@@ -163,94 +165,66 @@ _PATH_SIGNAL_KINDS = {f"p{i}": kind for i, (_, kind) in enumerate(_PATH_SIGNALS)
 
 # -- by content -------------------------------------------------------------------------------
 
-_PY_MODULES = {
-    **dict.fromkeys(
-        "openai anthropic langchain langchain_core langchain_community langchain_openai "
-        "langchain_anthropic langgraph llama_index litellm google.generativeai google.genai "
-        "vertexai cohere mistralai groq ollama dspy crewai autogen autogen_agentchat pydantic_ai "
-        "smolagents together".split(),
-        LLM,
-    ),
-    **dict.fromkeys("mcp fastmcp".split(), MCP),
-    **dict.fromkeys("semantic_router".split(), ROUTER),
-    **dict.fromkeys(
-        "chromadb pinecone qdrant_client weaviate faiss pgvector lancedb pymilvus milvus".split(),
-        VECTOR_DB,
-    ),
-    **dict.fromkeys("sentence_transformers voyageai fastembed".split(), EMBEDDINGS),
-    **dict.fromkeys("rank_bm25 bm25s".split(), RETRIEVER),
-    **dict.fromkeys("streamlit gradio django".split(), WEB),
-    "playwright": PLAYWRIGHT,
-    "inspect_ai": INSPECT,
-    "deepeval": DEEPEVAL,
-}
-"""A Python module (its first one or two dotted parts) → kind."""
-
-_PYPI = {
-    **dict.fromkeys(
-        "openai anthropic langchain langgraph litellm google-generativeai google-genai cohere "
-        "mistralai groq ollama dspy dspy-ai crewai pyautogen autogen-agentchat pydantic-ai "
-        "smolagents together llama-index".split(),
-        LLM,
-    ),
-    **dict.fromkeys("mcp fastmcp".split(), MCP),
-    "semantic-router": ROUTER,
-    **dict.fromkeys(
-        "chromadb pinecone pinecone-client qdrant-client weaviate-client faiss-cpu faiss-gpu "
-        "pgvector lancedb pymilvus".split(),
-        VECTOR_DB,
-    ),
-    **dict.fromkeys("sentence-transformers voyageai fastembed".split(), EMBEDDINGS),
-    **dict.fromkeys("rank-bm25 bm25s".split(), RETRIEVER),
-    **dict.fromkeys("streamlit gradio django".split(), WEB),
-    **dict.fromkeys("playwright pytest-playwright".split(), PLAYWRIGHT),
-    "inspect-ai": INSPECT,
-    "deepeval": DEEPEVAL,
-}
-"""A normalised PyPI distribution name (``langchain-*`` and ``llama-index-*`` too) → kind."""
-
-_NPM = {
-    **dict.fromkeys(
-        "openai @anthropic-ai/sdk ai langchain llamaindex @google/generative-ai @google/genai "
-        "@mistralai/mistralai cohere-ai groq-sdk ollama @openai/agents".split(),
-        LLM,
-    ),
-    "@modelcontextprotocol/sdk": MCP,
-    **dict.fromkeys(
-        "chromadb @pinecone-database/pinecone @qdrant/js-client-rest weaviate-client "
-        "weaviate-ts-client faiss-node vectordb @lancedb/lancedb @zilliz/milvus2-sdk-node "
-        "pgvector".split(),
-        VECTOR_DB,
-    ),
-    **dict.fromkeys(
-        "next react vue svelte @sveltejs/kit solid-js @angular/core astro nuxt @remix-run/react "
-        "preact".split(),
-        WEB,
-    ),
-    **dict.fromkeys("@playwright/test playwright".split(), PLAYWRIGHT),
-    "promptfoo": PROMPTFOO,
-}
-"""An npm package name → kind (``@ai-sdk/*``, ``@langchain/*``, ``@llamaindex/*`` too)."""
-
-_NPM_SCOPES = {"@ai-sdk/": LLM, "@langchain/": LLM, "@llamaindex/": LLM}
-
-_MODULES = "|".join(re.escape(m) for m in sorted(_PY_MODULES, key=len, reverse=True))
+# Every absolute import statement; the module's first part is looked up in the table before
+# anything else is done with it. "from m import (a,\n b)" spans lines.
 _PY_IMPORT = re.compile(
-    rf"^[ \t]*(?:from[ \t]+((?:{_MODULES})(?![\w])[\w.]*)[ \t]+import\b"
-    rf"|import[ \t]+([^\n#;]*?\b(?:{_MODULES})\b[^\n#;]*))",
+    r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
+    r"|import[ \t]+([A-Za-z_][^\n#;]*))",
     re.M,
 )
-"""Import lines that name a module of ``_PY_MODULES`` (the rest are never looked at)."""
-_PY_TERMS = {
-    EMBEDDINGS: r"OpenAIEmbeddings|HuggingFaceEmbeddings|SentenceTransformer|embeddings\.create"
-    r"|embed_documents|embed_query|text-embedding-[\w.-]+",
-    RETRIEVER: r"as_retriever|BM25Retriever|VectorStoreRetriever|VectorIndexRetriever"
-    r"|BaseRetriever|similarity_search|max_marginal_relevance_search",
-    ROUTER: r"RouterChain|LLMRouterChain|MultiPromptChain|RouterQueryEngine|LLMSingleSelector"
-    r"|RunnableBranch",
-    WEB: r"render_template|Jinja2Templates|TemplateResponse",
-}
-"""Names in Python code that show a kind (each alternative starts with a plain letter)."""
+_PY_STRING_BLOCK = re.compile(r"(\"\"\"|\'\'\')[\s\S]*?(?:\1|\Z)")
+"""Triple-quoted strings (docstrings): an import written inside one is an example, not code."""
+_INSPECT_TASK = re.compile(r"^[ \t]*@task\b", re.M)
+_JS_SKIP = re.compile(
+    r"(?P<s>\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*')|(?P<c>//[^\n]*|/\*[\s\S]*?(?:\*/|\Z))"
+)
+"""A string literal (kept) or a comment (blanked) in JavaScript, TypeScript and Go."""
+_JS_IMPORT = re.compile(
+    r"(?<![\w$.])(?:(?:import|export)[ \t]+(?:type[ \t]+)?(?:[\w$*{}\s,]+?[ \t\n]+from[ \t]*)?"
+    r"|(?:require|import)[ \t]*\([ \t]*)[\"']([^\"'\n]+)[\"']"
+)
+"""``import … from "x"``, ``import "x"``, ``export … from "x"``, ``require("x")``, ``import("x")``.
+"""
+_GO_IMPORT = re.compile(r"^[ \t]*import[ \t]*(?:\(([^)]*)\)|(?:[\w.]+[ \t]+)?(\"[^\"\n]+\"))", re.M)
+_GO_QUOTED = re.compile(r"\"([^\"\n]+)\"")
+_GO_HTTP = re.compile(r"\"net/http\"")
+_GO_MAIN = re.compile(r"^package[ \t]+main\b", re.M)
+_GO_REQUIRE = re.compile(
+    r"^[ \t]*(?:require[ \t]+)?([a-z0-9][\w.-]*\.[a-z]+(?:/\S+)?)[ \t]+v\S+(.*)$", re.M
+)
+"""A requirement of go.mod (alone or in a block), the rest of its line after."""
+_GO_EXAMPLE_DIRS = frozenset({"examples", "example", "_examples", "_example", "testdata"})
+"""Folders whose Go programs are examples of a library, not the repository's own service."""
+_ENVRC_NIX = re.compile(r"^[ \t]*use[ \t]+(?:flake|nix)\b", re.M)
+_TOML_TOOL = re.compile(r"^\[tool\.(poetry|uv)[.\]]", re.M)
+_PY_REQUIREMENT = re.compile(r"^[ \t]*([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
+_TOML_REQUIREMENT = re.compile(
+    r"^[ \t]*[\"']([A-Za-z0-9][A-Za-z0-9._-]*)[ \t]*(?:\[[^\]\n]*\])?[ \t]*"
+    r"(?:[<>=!~;@(][^\"'\n]*)?[\"']",
+    re.M,
+)
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?---[ \t]*(?:\r?\n|\Z)")
+_CLAUDE_AGENT = re.compile(r"(?:.*/)?\.claude/agents/[^/]+\.md")
+_PACKAGE_MANAGER_FIELD = re.compile(r"^(pnpm|yarn|bun|npm)@")
+_DEP_TABLES = ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies")
+
+
+def _blank(text: str, pattern: re.Pattern[str], group: str | None = None) -> str:
+    """``text`` with ``pattern``'s matches (only its ``group``'s) blanked, newlines kept."""
+
+    def keep_lines(m: re.Match[str]) -> str:
+        if group is not None and m[group] is None:
+            return m[0]
+        return re.sub(r"[^\n]", " ", m[0])
+
+    return pattern.sub(keep_lines, text)
+
+
+def _terms(language: str) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    named = table().terms.get(language, {})
+    if not named:
+        return None, {}
+    return _alternatives(named), {f"g{i}": kind for i, kind in enumerate(named)}
 
 
 def _alternatives(named: dict[str, str]) -> re.Pattern[str]:
@@ -262,37 +236,6 @@ def _alternatives(named: dict[str, str]) -> re.Pattern[str]:
     firsts = {alt[0] for pattern in named.values() for alt in pattern.split("|")}
     groups = "|".join(f"(?P<g{i}>{pattern})" for i, pattern in enumerate(named.values()))
     return re.compile(f"(?=[{''.join(sorted(firsts))}])\\b(?:{groups})\\b")
-
-
-_PY_TERM = _alternatives(_PY_TERMS)
-_PY_TERM_KINDS = {f"g{i}": kind for i, kind in enumerate(_PY_TERMS)}
-_INSPECT_TASK = re.compile(r"^[ \t]*@task\b", re.M)
-_PACKAGES = "|".join(re.escape(name) for name in sorted(_NPM, key=len, reverse=True))
-_SCOPES = "|".join(re.escape(scope) for scope in _NPM_SCOPES)
-_JS_IMPORT = re.compile(
-    r"(?=[fir])(?<![\w$.])(?:from|import|require)[ \t]*\(?[ \t]*[\"']"
-    rf"((?:{_PACKAGES})(?:/[^\"'\n]*)?|(?:{_SCOPES})[^\"'\n]+)[\"']"
-)
-"""Imports and requires of a package of ``_NPM`` (or a scope of ``_NPM_SCOPES``)."""
-_GO_HTTP = re.compile(r"^[ \t]*(?:import[ \t]+)?(?:[\w.]+[ \t]+)?\"net/http\"", re.M)
-_GO_MAIN = re.compile(r"^package[ \t]+main\b", re.M)
-_GO_MOD_DEPS = re.compile(
-    r"(?P<charm>github\.com/charmbracelet/)"
-    r"|(?P<llm>github\.com/(?:anthropics/anthropic-sdk-go|openai/openai-go"
-    r"|sashabaranov/go-openai|tmc/langchaingo)\b)"
-    r"|(?P<mcp>github\.com/(?:mark3labs/mcp-go|modelcontextprotocol/go-sdk)\b)"
-)
-_GO_MOD_KINDS = {"charm": "charm", "llm": LLM, "mcp": MCP}
-_ENVRC_NIX = re.compile(r"^[ \t]*use[ \t]+(?:flake|nix)\b", re.M)
-_TOML_TOOL = re.compile(r"^\[tool\.(poetry|uv)[.\]]", re.M)
-_PY_REQUIREMENT = re.compile(r"^[ \t]*([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
-_TOML_REQUIREMENT = re.compile(
-    r"^[ \t]*[\"']([A-Za-z0-9][A-Za-z0-9._-]*)[ \t]*(?:\[[^\]\n]*\])?[ \t]*"
-    r"(?:[<>=!~;@(][^\"'\n]*)?[\"']",
-    re.M,
-)
-_NORMALISE = re.compile(r"[-_.]+")
-_DEP_TABLES = ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies")
 
 
 class _Lines:
@@ -315,12 +258,16 @@ class Detector:
     """Feed it the walk's files (:meth:`visit`), then read the signals (:meth:`signals`)."""
 
     def __init__(self) -> None:
+        self._table = table()
+        self._py_terms, self._py_term_kinds = _terms("python")
+        self._js_terms, self._js_term_kinds = _terms("js")
         self._evidence: dict[str, list[Evidence]] = {}
         self._seen: set[tuple[str, str, int | None]] = set()
         self._go_mods: list[str] = []
         self._go_service: list[tuple[str, int]] = []
         self._package_jsons: list[str] = []
-        self._non_npm_lock_dirs: set[str] = set()
+        self._non_npm_dirs: set[str] = set()
+        """Folders holding a pnpm, yarn or bun lockfile or workspace file."""
         self._readers: dict[str, Callable[[str, str], None]] = {
             "package.json": self._package_json,
             "pyproject.toml": self._pyproject,
@@ -335,11 +282,15 @@ class Detector:
             self._seen.add((kind, path, line))
             found.append(Evidence(path=path, line=line))
 
-    def _add_at(self, kind: str, path: str, lines: _Lines, pos: int) -> None:
-        """:meth:`add` at the line of offset ``pos``, counted only if the kind wants more."""
-        found = self._evidence.get(kind)
-        if found is None or len(found) < MAX_EVIDENCE:
-            self.add(kind, path, lines.at(pos))
+    def _add_at(self, kinds: Iterable[str], path: str, lines: _Lines, pos: int) -> None:
+        """:meth:`add` each kind at the line of offset ``pos`` (counted only if one wants more)."""
+        line: int | None = None
+        for kind in sorted(kinds):
+            found = self._evidence.get(kind)
+            if found is None or len(found) < MAX_EVIDENCE:
+                if line is None:
+                    line = lines.at(pos)
+                self.add(kind, path, line)
 
     def visit(self, rel: str, path: str) -> None:
         """Look at one file: ``rel`` to the root (``/``-separated), ``path`` to open it."""
@@ -351,11 +302,13 @@ class Detector:
         kind = _FILE_SIGNALS.get(name)
         if kind is not None:
             self.add(kind, rel)
+        for kind in self._table.files.get(name, ()):
+            self.add(kind, rel)
         m = _PATH_SIGNAL.fullmatch(rel)
         if m is not None and m.lastgroup is not None:
             self.add(_PATH_SIGNAL_KINDS[m.lastgroup], rel)
-        if name in _NON_NPM_LOCKS:
-            self._non_npm_lock_dirs.add(posixpath.dirname(rel))
+        if name in _NON_NPM_FILES:
+            self._non_npm_dirs.add(posixpath.dirname(rel))
         if ext == ".py":
             self._read(rel, path, self._python)
         elif ext in _JS_EXTS:
@@ -366,6 +319,8 @@ class Detector:
             self._read(rel, path, self._readers[name])
         elif name.startswith("requirements") and name.endswith(".txt"):
             self._read(rel, path, self._requirements)
+        elif ext == ".md" and _CLAUDE_AGENT.fullmatch(rel):
+            self._read(rel, path, self._agent_definition)
 
     def signals(self) -> list[Signal]:
         """Every kind seen, sorted by kind, with the compound kinds decided."""
@@ -375,13 +330,22 @@ class Detector:
             for rel, line in self._go_service:
                 self.add("go-service", rel, line)
         for rel in self._package_jsons:
-            if posixpath.dirname(rel) not in self._non_npm_lock_dirs:
+            if not self._under_non_npm(posixpath.dirname(rel)):
                 self.add("package-manager:npm", rel)
         return [
             Signal(kind=kind, evidence=evidence)
             for kind, evidence in sorted(self._evidence.items())
             if evidence
         ]
+
+    def _under_non_npm(self, folder: str) -> bool:
+        """Whether ``folder`` or a folder above it holds a pnpm, yarn or bun lock (a workspace)."""
+        while True:
+            if folder in self._non_npm_dirs:
+                return True
+            if not folder:
+                return False
+            folder = posixpath.dirname(folder)
 
     @staticmethod
     def _read(rel: str, path: str, parse: Callable[[str, str], None]) -> None:
@@ -390,53 +354,86 @@ class Detector:
             parse(rel, text)
 
     def _python(self, rel: str, text: str) -> None:
+        if '"""' in text or "'''" in text:
+            text = _blank(text, _PY_STRING_BLOCK)
         lines = _Lines(text)
         imports_inspect = False
         for m in _PY_IMPORT.finditer(text):
             if m[1]:
-                modules = [m[1]]
+                names = [
+                    words[0]
+                    for part in m[2].strip("() \t\n").split(",")
+                    if (words := part.split()) and words[0] != "*"
+                ]
+                found = self._table.python(m[1], names)
             else:  # "import a.b as c, d": the first word of each comma-separated part
-                modules = [words[0] for part in m[2].split(",") if (words := part.split())]
-            for module in modules:
-                parts = module.split(".")
-                kind = _PY_MODULES.get(".".join(parts[:2])) or _PY_MODULES.get(parts[0])
-                if kind is not None:
-                    self._add_at(kind, rel, lines, m.start())
-                    imports_inspect |= kind == INSPECT
-        for m in _PY_TERM.finditer(text):
-            assert m.lastgroup is not None
-            self._add_at(_PY_TERM_KINDS[m.lastgroup], rel, lines, m.start())
+                found = frozenset().union(
+                    *(
+                        self._table.python(words[0])
+                        for part in m[3].split(",")
+                        if (words := part.split())
+                    )
+                )
+            if found:
+                self._add_at(found, rel, lines, m.start())
+                imports_inspect |= INSPECT in found
+        if self._py_terms is not None:
+            for m in self._py_terms.finditer(text):
+                assert m.lastgroup is not None
+                self._add_at((self._py_term_kinds[m.lastgroup],), rel, lines, m.start())
         if imports_inspect:
             for m in _INSPECT_TASK.finditer(text):
-                self._add_at(INSPECT, rel, lines, m.start())
+                self._add_at((INSPECT,), rel, lines, m.start())
 
     def _javascript(self, rel: str, text: str) -> None:
+        text = _blank(text, _JS_SKIP, "c")
         lines = _Lines(text)
         for m in _JS_IMPORT.finditer(text):
-            kind = _npm_kind(m[1])
-            if kind is not None:
-                self._add_at(kind, rel, lines, m.start())
+            found = self._table.npm(m[1])
+            if found:
+                self._add_at(found, rel, lines, m.start())
+        if self._js_terms is not None:
+            for m in self._js_terms.finditer(text):
+                assert m.lastgroup is not None
+                self._add_at((self._js_term_kinds[m.lastgroup],), rel, lines, m.start())
 
     def _go(self, rel: str, text: str) -> None:
-        if "package main" not in text and '"net/http"' not in text:
-            return
+        text = _blank(text, _JS_SKIP, "c")
         lines = _Lines(text)
-        found = [*_GO_MAIN.finditer(text), *_GO_HTTP.finditer(text)]
-        for m in sorted(found, key=lambda m: m.start())[:MAX_EVIDENCE]:
+        for m in _GO_IMPORT.finditer(text):
+            block = m[1] if m[1] is not None else m[2]
+            for q in _GO_QUOTED.finditer(block):
+                found = self._table.go(q[1])
+                if found:
+                    start = m.start(1) if m[1] is not None else m.start(2)
+                    self._add_at(found, rel, lines, start + q.start())
+        if set(rel.split("/")[:-1]) & _GO_EXAMPLE_DIRS:
+            return  # an example's main package is not the repository's program
+        found_at = [m.start() for m in _GO_MAIN.finditer(text)]
+        found_at += [m.start() for m in _GO_HTTP.finditer(text)][:1]
+        for pos in sorted(found_at)[:MAX_EVIDENCE]:
             if len(self._go_service) < MAX_EVIDENCE:
-                self._go_service.append((rel, lines.at(m.start())))
+                self._go_service.append((rel, lines.at(pos)))
 
     def _go_mod(self, rel: str, text: str) -> None:
         self._go_mods.append(rel)
         lines = _Lines(text)
-        for m in _GO_MOD_DEPS.finditer(text):
-            assert m.lastgroup is not None
-            self._add_at(_GO_MOD_KINDS[m.lastgroup], rel, lines, m.start())
+        for m in _GO_REQUIRE.finditer(text):
+            if "// indirect" in m[2]:
+                continue  # a dependency of a dependency: not what this module uses
+            found = self._table.go(m[1])
+            if found:
+                self._add_at(found, rel, lines, m.start())
 
     def _envrc(self, rel: str, text: str) -> None:
         lines = _Lines(text)
         for m in _ENVRC_NIX.finditer(text):
-            self._add_at("nix", rel, lines, m.start())
+            self._add_at(("nix",), rel, lines, m.start())
+
+    def _agent_definition(self, rel: str, text: str) -> None:
+        """A ``.claude/agents/*.md`` is an agent definition only with its YAML front matter."""
+        if _FRONT_MATTER.match(text):
+            self.add(AGENT_DEFS, rel)
 
     def _package_json(self, rel: str, text: str) -> None:
         self._package_jsons.append(rel)
@@ -446,22 +443,30 @@ class Detector:
             return
         if not isinstance(data, dict):
             return
+        lines = _Lines(text)
+        manager = data.get("packageManager")
+        m = _PACKAGE_MANAGER_FIELD.match(manager) if isinstance(manager, str) else None
+        if m is not None:
+            at = text.find('"packageManager"')
+            self.add(f"package-manager:{m[1]}", rel, lines.at(at) if at >= 0 else None)
+            if m[1] != "npm":
+                self._non_npm_dirs.add(posixpath.dirname(rel))
         names: list[str] = []
-        for table in _DEP_TABLES:
-            deps = data.get(table)
+        for table_name in _DEP_TABLES:
+            deps = data.get(table_name)
             if isinstance(deps, dict):
                 names += [name for name in deps if isinstance(name, str)]
-        lines = _Lines(text)
         for name in dict.fromkeys(names):
-            kind = _npm_kind(name)
-            if kind is not None:
-                m = re.search(rf"\"{re.escape(name)}\"\s*:", text)
-                self.add(kind, rel, lines.at(m.start()) if m else None)
+            found = self._table.npm(name)
+            if found:
+                dep = re.search(rf"\"{re.escape(name)}\"\s*:", text)
+                for kind in sorted(found):
+                    self.add(kind, rel, lines.at(dep.start()) if dep else None)
 
     def _pyproject(self, rel: str, text: str) -> None:
         lines = _Lines(text)
         for m in _TOML_TOOL.finditer(text):
-            self._add_at(f"package-manager:{m[1]}", rel, lines, m.start())
+            self._add_at((f"package-manager:{m[1]}",), rel, lines, m.start())
         self._python_requirements(rel, _TOML_REQUIREMENT.finditer(text), lines)
 
     def _requirements(self, rel: str, text: str) -> None:
@@ -469,27 +474,6 @@ class Detector:
 
     def _python_requirements(self, rel: str, found: Iterable[re.Match[str]], lines: _Lines) -> None:
         for m in found:
-            kind = _pypi_kind(m[1])
-            if kind is not None:
-                self._add_at(kind, rel, lines, m.start())
-
-
-def _npm_kind(specifier: str) -> str | None:
-    """The kind of an npm import specifier or dependency name (``pkg/sub`` → ``pkg``)."""
-    if specifier.startswith((".", "/", "node:")):
-        return None
-    parts = specifier.split("/")
-    package = "/".join(parts[:2]) if specifier.startswith("@") else parts[0]
-    kind = _NPM.get(package)
-    if kind is None and package.startswith("@"):
-        kind = _NPM_SCOPES.get(parts[0] + "/")
-    return kind
-
-
-def _pypi_kind(name: str) -> str | None:
-    """The kind of a Python distribution name, normalised as PEP 503 says."""
-    name = _NORMALISE.sub("-", name).lower()
-    kind = _PYPI.get(name)
-    if kind is None and name.startswith(("langchain-", "llama-index-")):
-        kind = LLM
-    return kind
+            kinds = self._table.pypi(m[1])
+            if kinds:
+                self._add_at(kinds, rel, lines, m.start())
