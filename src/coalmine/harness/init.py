@@ -21,7 +21,7 @@ profile (a Python entry point that imports an LLM SDK, else an agent-definition 
 from __future__ import annotations
 
 import difflib
-import re
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,7 +32,10 @@ import yaml
 
 from coalmine._source import safe_load
 from coalmine._util.hashing import hash_text
-from coalmine.config import CONFIG_FILE
+from coalmine.config import CONFIG_FILE, load_config
+from coalmine.errors import ConfigError
+from coalmine.harness.adapters import AgentPlan, plan_agent, stand_in
+from coalmine.harness.entry import Entry, find_entries
 from coalmine.harness.kits import (
     BASE_DIR,
     MANIFEST_PATH,
@@ -50,6 +53,7 @@ from coalmine.harness.kits import (
 )
 from coalmine.harness.profile import Profile, Signal, profile_repository
 from coalmine.harness.profile.facts import collect_facts
+from coalmine.providers.base import provider_settings
 
 __all__ = [
     "Action",
@@ -135,6 +139,8 @@ class InitPlan:
     """The manifest once every change is accepted."""
     adopted: tuple[str, ...]
     """Kits already adopted (``init`` leaves them to ``kits update``)."""
+    agent: AgentPlan | None = None
+    """How the proposed ``coalmine.yaml`` calls the agent (``None``: no config proposed)."""
 
     @property
     def empty(self) -> bool:
@@ -192,9 +198,11 @@ def plan_init(root: Path, *, kits: Iterable[str] = ()) -> InitPlan:
     )
     changes: list[FileChange] = []
     parameters = dict(manifest.parameters) or _parameters(root)
+    agent_plan = None
     if proposals and not (root / CONFIG_FILE).exists() and _writes_suites(proposals):
-        config = _config_text(root, signals, parameters["agent"])
+        agent_plan, config, adapter = propose_agent(root, parameters["agent"])
         changes.append(FileChange("", CONFIG_FILE, "create", None, config))
+        changes += adapter
     context = render_context(root, signals, parameters)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     new_kits = list(manifest.kits)
@@ -203,7 +211,7 @@ def plan_init(root: Path, *, kits: Iterable[str] = ()) -> InitPlan:
         changes += kit_changes
         new_kits.append(_adopted(proposal, kit_changes, now))
     after = manifest.model_copy(update={"parameters": parameters, "kits": new_kits})
-    return InitPlan(root, profile, proposals, tuple(changes), after, adopted)
+    return InitPlan(root, profile, proposals, tuple(changes), after, adopted, agent_plan)
 
 
 def _parameters(root: Path) -> dict[str, str]:
@@ -255,49 +263,77 @@ def _owned(change: FileChange, version: int) -> OwnedFile:
     return OwnedFile(path=change.path, sha256=hash_text(change.after), template_version=version)
 
 
-_MAIN_GUARD = re.compile(r"(?m)^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:")
-
-
-def _config_text(root: Path, signals: Sequence[Signal], agent: str) -> str:
-    """A ``coalmine.yaml`` whose one agent is the best guess at how the repo runs its agent."""
-    evidence = {s.kind: [e.path for e in s.evidence] for s in signals}
-    entry = next(
-        (
-            p
-            for p in evidence.get("agent-runtime:llm-sdk", [])
-            if p.endswith(".py") and _MAIN_GUARD.search(read_text_or_none(root / p) or "")
-        ),
-        None,
-    )
-    definitions = evidence.get("agent-runtime:agent-definitions", [])
-    if entry is not None:
-        why = f"{entry} imports an LLM SDK and runs as a script: the prompt goes to its stdin"
-        line = f'{{provider: command, argv: ["python3", "{entry}"]}}'
-    elif definitions:
-        why = f"{definitions[0]} defines an agent: it is sent with each prompt to an OpenAI API"
-        line = (
-            f'{{provider: openai, agent_file: "{definitions[0]}", model: gpt-4o-mini,'
-            " api_key_env: OPENAI_API_KEY}"
+def _config_text(agent: str, plan: AgentPlan, others: Sequence[Entry]) -> str:
+    """A ``coalmine.yaml`` whose one agent is called as :func:`plan_agent` decided."""
+    if plan.stand_in:
+        head = (
+            f"# STAND-IN: {plan.why}. Every case fails until you point the agent at yours:\n"
+            f"# change the `{agent}:` line below (coalmine's docs: 'Connect your agents').\n"
         )
     else:
-        why = "nothing showed how the agent runs: replace this stand-in, which fails every case"
-        line = (
-            '{provider: command, argv: ["sh", "-c", "echo \'coalmine: point the agent in'
-            " coalmine.yaml at your agent' >&2; exit 2\"]}"
+        head = (
+            f"# Chosen because {plan.why}.\n"
+            + "".join(f"# {note}\n" for note in plan.notes)
+            + "# Check it is how production runs your agent (coalmine's docs: 'Connect your"
+            " agents').\n"
         )
+    if others:
+        head += "# Other entries found (say `agent: NAME` in a suite to use one):\n"
+        head += "".join(f"#   {e.kind} {e.where}: {e.why}\n" for e in others[:5])
     return (
         "# coalmine configuration, proposed by `coalmine init` (yours to edit; init never\n"
         "# overwrites it). The harness suites (harness/evals/*.yaml) call this agent.\n"
-        f"# Guessed because {why}.\n"
-        "# Check it is how production runs your agent (coalmine's docs: 'Connect your agents').\n"
+        f"{head}"
         "agents:\n"
-        f"  {agent}: {line}\n"
+        f"  {agent}: {plan.line}\n"
         "\n"
         "# No judge yet: the judge graders (llm-rubric …, advisory until calibrated) are skipped.\n"
         "# Name one to score them, e.g.\n"
         "# judge: {provider: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY}\n"
         "judge: none\n"
     )
+
+
+def config_problem(root: Path, text: str) -> str | None:
+    """Why ``text`` (a ``coalmine.yaml`` for ``root``) cannot be loaded, or ``None`` if it can."""
+    with tempfile.TemporaryDirectory(prefix="coalmine-init-") as folder:
+        Path(folder, CONFIG_FILE).write_text(text, encoding="utf-8")
+        try:
+            load_config(
+                Path(folder), providers=provider_settings(), base_dir=root, project_root=root
+            )
+        except ConfigError as exc:
+            return str(exc).replace(str(Path(folder, CONFIG_FILE)), CONFIG_FILE)
+    return None
+
+
+def propose_agent(root: Path, agent: str) -> tuple[AgentPlan, str, list[FileChange]]:
+    """The agent plan, the ``coalmine.yaml`` text, and the adapter's change (when one is needed).
+
+    The config is loaded before it is proposed: one that coalmine could not load is replaced by
+    the marked stand-in, whose comment says what was wrong.
+    """
+    entries = find_entries(root)
+    plan = plan_agent(root, entries)
+    text = _config_text(agent, plan, entries[1:])
+    problem = config_problem(root, text)
+    if problem is not None:
+        plan = stand_in(
+            f"the entry found ({plan.why}) gives a config coalmine cannot load: {problem}"
+        )
+        text = _config_text(agent, plan, entries)
+    changes = []
+    if plan.adapter_path is not None and plan.adapter_text is not None:
+        before = read_text_or_none(root / plan.adapter_path)
+        if before is None:
+            changes.append(FileChange("", plan.adapter_path, "create", None, plan.adapter_text))
+        else:
+            changes.append(
+                FileChange(
+                    "", plan.adapter_path, "keep", before, before, note="exists: kept as it is"
+                )
+            )
+    return plan, text, changes
 
 
 def read_text_or_none(path: Path) -> str | None:

@@ -1,0 +1,333 @@
+"""From the chosen entry to what calls it: the agent's line in ``coalmine.yaml``, and an adapter.
+
+An adapter is a small Python script in ``harness/adapters/``, run by coalmine's ``command``
+provider with the prompt on stdin, that calls the entry the way production does and prints the
+answer. Where the entry is an SDK object (a LangGraph graph, an OpenAI Agents SDK agent) it also
+appends every tool call the agent made to ``$COALMINE_TRAJECTORY``, so ``forbidden-tools`` and the
+tool-call graders see the real trajectory. It is written once by ``init`` beside
+``coalmine.yaml``, reviewable and yours to edit; ``init`` never overwrites it.
+
+Entries that need no adapter: an HTTP endpoint (the ``http`` provider posts to it) and an agent
+definition file (the ``openai`` or ``anthropic`` provider sends its body as the system prompt).
+With no entry, :func:`plan_agent` gives a marked stand-in that fails every case and says which
+line to change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from coalmine.harness.entry import Entry, module_of
+
+__all__ = ["ADAPTERS_DIR", "AgentPlan", "plan_agent"]
+
+ADAPTERS_DIR = "harness/adapters"
+STAND_IN = (
+    '{provider: command, argv: ["sh", "-c", "echo \'coalmine: point the agent in'
+    " coalmine.yaml at your agent' >&2; exit 2\"]}"
+)
+_PYTHON_NOTE = (
+    "It runs with the python3 on PATH: activate the project's environment first (or say",
+    'argv: ["uv", "run", "python", …]).',
+)
+_CLAUDE_ALIASES = {
+    "sonnet": "claude-sonnet-4-5",
+    "opus": "claude-opus-4-1",
+    "haiku": "claude-haiku-4-5",
+    "inherit": "claude-sonnet-4-5",
+}
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    """How ``coalmine.yaml``'s agent is called."""
+
+    line: str
+    """The agent's settings, a YAML flow mapping."""
+    why: str
+    entry: Entry | None
+    adapter_path: str | None = None
+    adapter_text: str | None = None
+    notes: tuple[str, ...] = ()
+    """Lines for coalmine.yaml's comments: what to check or start first."""
+
+    @property
+    def stand_in(self) -> bool:
+        """Whether no entry was found: the config holds the stand-in."""
+        return self.entry is None
+
+
+def stand_in(why: str) -> AgentPlan:
+    """The marked stand-in: every case fails until its line is changed."""
+    return AgentPlan(STAND_IN, why, None)
+
+
+def plan_agent(root: Path, entries: list[Entry]) -> AgentPlan:
+    """The plan for the best entry of ``entries`` (as :func:`find_entries` sorts them)."""
+    if not entries:
+        return stand_in("nothing showed how the agent runs")
+    entry = entries[0]
+    if entry.kind == "http-endpoint":
+        return _http(entry)
+    if entry.kind == "agent-definition":
+        return _definition(entry)
+    if entry.kind == "script" and entry.input == "stdin":  # called as it is: no adapter
+        line = f"{{provider: command, argv: {_python_argv(entry.path)}}}"
+        return AgentPlan(line, entry.why, entry, notes=_PYTHON_NOTE)
+    return _adapter(root, entry)
+
+
+def _python_argv(adapter: str) -> str:
+    return json.dumps(["python3", adapter])
+
+
+def _adapter(root: Path, entry: Entry) -> AgentPlan:
+    stem = re.sub(r"\W+", "_", Path(entry.path).stem).strip("_") or "agent"
+    path = f"{ADAPTERS_DIR}/{stem}.py"
+    folder, module = module_of(root, entry.path)
+    if entry.kind == "project-script":
+        module = entry.extra.get("module", module)
+        folder = _package_folder(root, module, entry.path)
+    if entry.kind == "langgraph-graph":
+        body = _LANGGRAPH
+    elif entry.kind == "agents-sdk-agent":
+        body = _AGENTS_SDK
+    elif entry.kind == "project-script":
+        body = _PROJECT_SCRIPT
+    else:
+        body = _SCRIPT
+    values = {
+        "path": entry.path,
+        "why": entry.why,
+        "folder": folder,
+        "module": module,
+        "symbol": entry.symbol or "",
+        "how": entry.input,
+        "script": entry.extra.get("script", Path(entry.path).stem),
+        "adapter": path,
+    }
+    text = _HEADER.format(**values) + body.format(**{k: repr(v) for k, v in values.items()})
+    line = f"{{provider: command, argv: {_python_argv(path)}}}"
+    notes = (f"{path} calls it, as production does (review it).", *_PYTHON_NOTE)
+    return AgentPlan(line, entry.why, entry, path, text, notes)
+
+
+def _package_folder(root: Path, module: str, file: str) -> str:
+    top = module.split(".")[0]
+    for folder in ("src", "."):
+        if (root / folder / top).is_dir() or (root / folder / f"{top}.py").is_file():
+            return folder
+    return module_of(root, file)[0]
+
+
+def _http(entry: Entry) -> AgentPlan:
+    field = entry.input.partition(":")[2] or "prompt"
+    route = entry.extra.get("route", "/")
+    port = 5000 if entry.extra.get("framework") == "flask" else 8000
+    parts = [
+        "provider: http",
+        f"url: {json.dumps(f'http://127.0.0.1:{port}{route}')}",
+        f"body: {{{field}: {json.dumps('{{prompt}}')}}}",
+    ]
+    if entry.extra.get("response"):
+        parts.append(f"response_path: {entry.extra['response']}")
+    notes = (
+        f"start the app first (it serves {route} on port {port} here: change the url if not);",
+        "the answer is read at response_path of its JSON reply.",
+    )
+    return AgentPlan("{" + ", ".join(parts) + "}", entry.why, entry, notes=notes)
+
+
+def _definition(entry: Entry) -> AgentPlan:
+    model = entry.extra.get("model", "inherit")
+    if model.startswith(("gpt-", "o1", "o3", "o4")):
+        line = (
+            f"{{provider: openai, agent_file: {json.dumps(entry.path)}, model: {model},"
+            " api_key_env: OPENAI_API_KEY}"
+        )
+    else:
+        name = _CLAUDE_ALIASES.get(model, model if model.startswith("claude") else "")
+        name = name or _CLAUDE_ALIASES["inherit"]
+        line = (
+            f"{{provider: anthropic, agent_file: {json.dumps(entry.path)}, model: {name},"
+            " api_key_env: ANTHROPIC_API_KEY}"
+        )
+    notes = ("its tools are not run here: coalmine sends the definition to the model API.",)
+    return AgentPlan(line, entry.why, entry, notes=notes)
+
+
+_HEADER = '''\
+#!/usr/bin/env python3
+"""coalmine adapter: calls {path} as production does, one prompt at a time.
+
+Written by `coalmine init` because {why}. Yours to edit: init never overwrites it.
+coalmine.yaml's agent runs it (the `command` provider) with the prompt on stdin; the answer goes
+to stdout. Try it by hand:  echo "What can you do?" | python3 {adapter}
+"""
+'''
+
+_TRAJECTORY = '''
+def record(name, arguments, call_id=None):
+    """Append one tool call to the trajectory file coalmine reads (when it gave one)."""
+    target = os.environ.get("COALMINE_TRAJECTORY")
+    if not target or not name:
+        return
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{{}}")
+        except ValueError:
+            arguments = {{"raw": arguments}}
+    line = {{"type": "tool_call", "name": name, "arguments": arguments or {{}}}}
+    if call_id:
+        line["id"] = str(call_id)
+    with open(target, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line, default=str) + "\\n")
+
+'''
+
+_IMPORT = """
+import asyncio
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / {folder}))
+os.chdir(ROOT)
+"""
+
+_LANGGRAPH = (
+    _IMPORT
+    + _TRAJECTORY
+    + '''
+def text_of(content):
+    """A message's text: a string, or the text blocks of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b if isinstance(b, str) else b.get("text", "") for b in content
+                       if isinstance(b, (str, dict)))
+    return "" if content is None else str(content)
+
+
+def first_input(graph, prompt):
+    """The graph's input: a user message, or its one text field when it takes no messages."""
+    try:
+        fields = graph.get_input_jsonschema().get("properties", {{}})
+    except Exception:  # an older LangGraph, or a schema it cannot build
+        fields = {{}}
+    if not fields or "messages" in fields:
+        return {{"messages": [{{"role": "user", "content": prompt}}]}}
+    for name in ("question", "input", "query", "prompt", "task", "topic", "text"):
+        if name in fields:
+            return {{name: prompt}}
+    return {{next(iter(fields)): prompt}}
+
+
+def main():
+    prompt = sys.stdin.read()
+    graph = getattr(importlib.import_module({module}), {symbol})
+    if not hasattr(graph, "ainvoke") and callable(graph):
+        graph = graph()  # a function that builds the graph
+    state = asyncio.run(graph.ainvoke(first_input(graph, prompt)))
+    messages = state.get("messages", []) if isinstance(state, dict) else []
+    for message in messages:
+        for call in getattr(message, "tool_calls", None) or []:
+            record(call.get("name"), call.get("args"), call.get("id"))
+    if messages:
+        print(text_of(getattr(messages[-1], "content", messages[-1])))
+    elif isinstance(state, dict):
+        keys = ("answer", "output", "response", "generation", "result")
+        print(next((str(state[k]) for k in keys if k in state), json.dumps(state, default=str)))
+    else:
+        print(state)
+
+
+if __name__ == "__main__":
+    main()
+'''
+)
+
+_AGENTS_SDK = (
+    _IMPORT
+    + _TRAJECTORY
+    + """
+def main():
+    from agents import Runner
+
+    prompt = sys.stdin.read()
+    agent = getattr(importlib.import_module({module}), {symbol})
+    result = Runner.run_sync(agent, prompt)
+    for item in result.new_items:
+        if getattr(item, "type", "") == "tool_call_item":
+            raw = item.raw_item
+            get = raw.get if isinstance(raw, dict) else lambda key: getattr(raw, key, None)
+            record(get("name"), get("arguments"), get("call_id") or get("id"))
+    output = result.final_output
+    if hasattr(output, "model_dump_json"):
+        output = output.model_dump_json()
+    print(output)
+
+
+if __name__ == "__main__":
+    main()
+"""
+)
+
+_RUN = '''
+def arguments(how, prompt):
+    """The command line that hands the prompt over as the entry reads it."""
+    if how == "argv":
+        return [prompt]
+    if how.startswith("option:"):
+        return [how.partition(":")[2], prompt]
+    return []
+
+
+def main():
+    prompt = sys.stdin.read()
+    how = {how}
+    stdin = prompt if how == "stdin" else None
+    argv = [sys.executable, *ENTRY, *arguments(how, prompt.rstrip("\\n"))]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT / {folder}), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    done = subprocess.run(argv, input=stdin, text=True, cwd=ROOT, env=env)
+    sys.exit(done.returncode)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+_SCRIPT = (
+    """
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRY = [str(ROOT / {path})]
+"""
+    + _RUN
+)
+
+_PROJECT_SCRIPT = (
+    """
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# the console script {script}: its function, called with sys.argv as the installed command sees it
+ENTRY = ["-c", "import sys; from " + {module} + " import " + {symbol}
+         + " as main; sys.argv[0] = " + repr({script}) + "; sys.exit(main())"]
+"""
+    + _RUN
+)

@@ -1,0 +1,320 @@
+"""Where a repository's agent really starts: candidates read from its files, best first.
+
+``init`` calls the agent the way production does, so it looks for what production runs, read
+only (nothing is imported or run):
+
+- ``langgraph-graph`` (rank 100): ``langgraph.json`` names it (``"./f.py:graph"``);
+- ``agents-sdk-agent`` (90): ``X = Agent(…)`` of the OpenAI Agents SDK, the one ``Runner`` starts;
+- ``project-script`` (80): a ``[project.scripts]`` function of a package that calls an LLM SDK;
+- ``script`` (70): a ``__main__`` script calling an LLM SDK that reads argv or stdin;
+- ``http-endpoint`` (60): a FastAPI/Flask POST route in a module that calls an LLM SDK;
+- ``agent-definition`` (50): ``.claude/agents/*.md`` with YAML front matter (``name:`` …).
+
+The SDK-level entries outrank the scripts around them because an adapter calling the graph or
+the agent object sees its tool calls (the trajectory the safety suites grade); a script shows
+only its printed answer. Within a rank, the shallower path wins, then the name. "Calls an LLM
+SDK" is the library table's ``agent-runtime:llm-sdk`` kind, judged per import: a module that
+only loads documents into a vector store is not an agent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from coalmine.harness.profile.libraries import table
+from coalmine.harness.profile.scan import read_text, walk
+
+__all__ = ["Entry", "find_entries", "module_of"]
+
+LLM = "agent-runtime:llm-sdk"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One way the repository's agent can be started."""
+
+    kind: str
+    rank: int
+    path: str
+    """The file, relative to the root, ``/``-separated."""
+    why: str
+    """A sentence with the evidence (file and line)."""
+    line: int | None = None
+    symbol: str | None = None
+    """The graph, agent object or function (``None`` for a script or a definition file)."""
+    input: str = "stdin"
+    """How the prompt goes in: ``messages``, ``prompt``, ``argv``, ``option:--question``,
+    ``stdin``, ``json-field:<name>``, ``system-prompt``."""
+    extra: dict[str, str] = field(default_factory=dict)
+    """Kind-specific details: a script's name, a route's path and method, a response key."""
+
+    @property
+    def where(self) -> str:
+        """``path:line``, or the path."""
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+_MAIN_GUARD = re.compile(r"(?m)^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:")
+_PY_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
+    r"|import[ \t]+([A-Za-z_][^\n#;]*))",
+    re.M,
+)
+_ARGPARSE_POSITIONAL = re.compile(r"add_argument\(\s*['\"]([A-Za-z_][\w-]*)['\"]")
+_ARGPARSE_OPTION = re.compile(
+    r"add_argument\(\s*(?:['\"]-\w['\"]\s*,\s*)?['\"](--[\w-]+)['\"]"
+    r"(?=[^)]*\b(?:help|type|required|dest)\b)"
+)
+_ARGV = re.compile(r"\bsys\.argv\[1\]|\bsys\.argv\[1:\]|click\.argument\(|typer\.Argument\(")
+_STDIN = re.compile(r"\bsys\.stdin\b|\binput\(")
+_AGENT_ASSIGN = re.compile(r"(?m)^([A-Za-z_]\w*)\s*(?::[^=\n]+)?=\s*Agent(?:\[[^\]]*\])?\(")
+_RUNNER = re.compile(
+    r"Runner\.run(?:_sync|_streamed)?\(\s*(?:starting_agent\s*=\s*)?([A-Za-z_]\w*)"
+)
+_ROUTE = re.compile(
+    r"(?m)^@(\w+)\.(?:(post)\(\s*['\"]([^'\"]+)['\"]"
+    r"|route\(\s*['\"]([^'\"]+)['\"][^)]*methods\s*=\s*\[[^\]]*['\"]POST['\"])"
+)
+_DEF = re.compile(r"(?m)^(?:async\s+)?def\s+(\w+)\s*\(([^)]*)\)")
+_PROMPT_FIELDS = ("message", "question", "prompt", "query", "input", "text", "content")
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n((?:.*\r?\n)*?)---[ \t]*(?:\r?\n|\Z)")
+
+
+def module_of(root: Path, rel: str) -> tuple[str, str]:
+    """``(sys.path folder, dotted module)`` of a Python file: up through its packages.
+
+    ``src/pkg/graph.py`` with ``src/pkg/__init__.py`` is ``("src", "pkg.graph")``; a file
+    outside any package is its own module, found from its folder.
+    """
+    parts = list(PurePosixPath(rel).parts)
+    name = [parts.pop()[: -len(".py")]]
+    while parts and (root.joinpath(*parts) / "__init__.py").is_file():
+        name.insert(0, parts.pop())
+    return "/".join(parts) or ".", ".".join(name)
+
+
+def find_entries(root: Path) -> list[Entry]:
+    """Every candidate entry of the repository at ``root``, the best first."""
+    root = root.resolve()
+    found: list[Entry] = []
+    sources: dict[str, str] = {}
+    for rel, path in walk(root):
+        if rel.endswith(".py"):
+            text = read_text(path)
+            if text:
+                sources[rel] = text
+        elif rel.rsplit("/", 1)[-1] == "langgraph.json":
+            found += _langgraph(root, rel, read_text(path) or "")
+        elif re.fullmatch(r"(?:.*/)?\.claude/agents/[^/]+\.md", rel):
+            entry = _agent_definition(rel, read_text(path) or "")
+            if entry is not None:
+                found.append(entry)
+    calls_llm = {rel for rel, text in sources.items() if _calls_llm(text)}
+    for rel in sorted(calls_llm):
+        text = sources[rel]
+        found += _agents_sdk(rel, text)
+        if _MAIN_GUARD.search(text):
+            entry = _script(rel, text)
+            if entry is not None:
+                found.append(entry)
+        found += _http_routes(rel, text)
+    found += _project_scripts(root, sources, calls_llm)
+    graphs = {(e.path, e.symbol) for e in found if e.kind == "langgraph-graph"}
+    found = [e for e in found if e.kind != "script" or (e.path, None) not in graphs]
+    return sorted(found, key=lambda e: (-e.rank, e.path.count("/"), e.path, e.line or 0))
+
+
+def _calls_llm(text: str) -> bool:
+    t = table()
+    for m in _PY_IMPORT.finditer(text):
+        if m[1]:
+            names = [w[0] for p in m[2].strip("() \t\n").split(",") if (w := p.split())]
+            if LLM in t.python(m[1], names):
+                return True
+        elif any(LLM in t.python(w[0]) for p in m[3].split(",") if (w := p.split())):
+            return True
+    return False
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _langgraph(root: Path, rel: str, text: str) -> list[Entry]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    graphs = data.get("graphs") if isinstance(data, dict) else None
+    if not isinstance(graphs, dict):
+        return []
+    base = PurePosixPath(rel).parent
+    out = []
+    for name, spec in graphs.items():
+        if isinstance(spec, dict):
+            spec = spec.get("path")
+        if not isinstance(spec, str) or ":" not in spec:
+            continue
+        file, _, symbol = spec.rpartition(":")
+        target = (base / file).as_posix().removeprefix("./")
+        target = str(PurePosixPath(*[p for p in PurePosixPath(target).parts if p != "."]))
+        if not target.endswith(".py") or not (root / target).is_file():
+            continue  # a JavaScript graph, or a file that is not there
+        out.append(
+            Entry(
+                "langgraph-graph",
+                100,
+                target,
+                f"{rel} names the graph {name!r}: {spec}",
+                symbol=symbol,
+                input="messages",
+                extra={"graph": str(name), "config": rel},
+            )
+        )
+    return out
+
+
+def _agents_sdk(rel: str, text: str) -> list[Entry]:
+    if not re.search(r"(?m)^\s*from\s+agents\s+import\b[^\n]*\bAgent\b|\(\s*[^)]*\bAgent\b", text):
+        return []
+    agents = {m[1]: m.start() for m in _AGENT_ASSIGN.finditer(text)}
+    if not agents:
+        return []
+    started = [m[1] for m in _RUNNER.finditer(text) if m[1] in agents]
+    name = started[0] if started else list(agents)[-1]
+    why = f"{rel}:{_line(text, agents[name])} defines the OpenAI Agents SDK agent {name!r}"
+    why += " that Runner starts" if started else " (the last one defined: it hands off to the rest)"
+    return [
+        Entry("agents-sdk-agent", 90, rel, why, _line(text, agents[name]), name, input="prompt")
+    ]
+
+
+def _script_input(text: str) -> str | None:
+    positional = _ARGPARSE_POSITIONAL.search(text)
+    if positional:
+        return "argv"
+    option = _ARGPARSE_OPTION.search(text)
+    if option and re.search(r"question|query|prompt|message|input|text|task", option[1]):
+        return f"option:{option[1]}"
+    if _ARGV.search(text):
+        return "argv"
+    if _STDIN.search(text):
+        return "stdin"
+    return None
+
+
+def _script(rel: str, text: str) -> Entry | None:
+    how = _script_input(text)
+    if how is None:
+        return None
+    said = {"argv": "its first argument", "stdin": "stdin"}.get(how, how.partition(":")[2])
+    line = _line(text, m.start()) if (m := _MAIN_GUARD.search(text)) else None
+    why = f"{rel} calls an LLM SDK and runs as a script; the question goes in as {said}"
+    return Entry("script", 70, rel, why, line, input=how)
+
+
+def _http_routes(rel: str, text: str) -> list[Entry]:
+    out = []
+    for m in _ROUTE.finditer(text):
+        route = m[3] or m[4]
+        after = text[m.end() :]
+        fn = _DEF.search(after)
+        body = after[fn.end() : fn.end() + 2000] if fn else ""
+        fields = [f for f in _PROMPT_FIELDS if re.search(rf"\b{f}\b", (fn[2] if fn else "") + body)]
+        model = re.search(r"(\w+)\s*:\s*([A-Z]\w*)", fn[2]) if fn else None
+        if model:
+            declared = re.search(rf"(?ms)^class\s+{model[2]}\b[^\n]*:\n(.*?)(?=^\S|\Z)", text)
+            if declared:
+                named = re.findall(r"(?m)^\s+(\w+)\s*:", declared[1])
+                fields = [f for f in _PROMPT_FIELDS if f in named] or named[:1] or fields
+        returned = re.search(r"return\s*\{\s*['\"](\w+)['\"]", body)
+        framework = "FastAPI" if m[2] else "Flask"
+        field_name = fields[0] if fields else "prompt"
+        why = (
+            f"{rel}:{_line(text, m.start())} serves POST {route} ({framework}); it calls an LLM SDK"
+        )
+        out.append(
+            Entry(
+                "http-endpoint",
+                60,
+                rel,
+                why,
+                _line(text, m.start()),
+                fn[1] if fn else None,
+                input=f"json-field:{field_name}",
+                extra={
+                    "route": route,
+                    "framework": framework.lower(),
+                    "response": returned[1] if returned else "",
+                },
+            )
+        )
+    return out
+
+
+def _project_scripts(root: Path, sources: dict[str, str], calls_llm: set[str]) -> list[Entry]:
+    out = []
+    for rel in sorted(sources.keys() | {"pyproject.toml"}):
+        if not rel.endswith("pyproject.toml"):
+            continue
+        try:
+            data = tomllib.loads(read_text(str(root / rel)) or "")
+        except (tomllib.TOMLDecodeError, OSError):
+            continue
+        scripts = data.get("project", {}).get("scripts", {})
+        if not isinstance(scripts, dict):
+            continue
+        for name, target in scripts.items():
+            if not isinstance(target, str) or ":" not in target:
+                continue
+            module, _, function = target.partition(":")
+            file = _module_file(sources, PurePosixPath(rel).parent, module)
+            if file is None or file not in calls_llm and not _package_calls_llm(file, calls_llm):
+                continue
+            how = _script_input(sources[file]) or "argv"
+            said = {"argv": "its first argument", "stdin": "stdin"}.get(how, how.partition(":")[2])
+            why = (
+                f"{rel} declares the command {name!r} = {target!r}, whose package calls an LLM"
+                f" SDK; the question goes in as {said}"
+            )
+            out.append(
+                Entry(
+                    "project-script",
+                    80,
+                    file,
+                    why,
+                    symbol=function.strip(),
+                    input=how,
+                    extra={"script": str(name), "module": module.strip()},
+                )
+            )
+    return out
+
+
+def _module_file(sources: dict[str, str], base: PurePosixPath, module: str) -> str | None:
+    path = module.strip().replace(".", "/")
+    for folder in ("", "src/"):
+        for candidate in (f"{folder}{path}.py", f"{folder}{path}/__init__.py"):
+            rel = (base / candidate).as_posix().removeprefix("./")
+            if rel in sources:
+                return rel
+    return None
+
+
+def _package_calls_llm(file: str, calls_llm: set[str]) -> bool:
+    package = file.rsplit("/", 1)[0] + "/" if "/" in file else ""
+    return bool(package) and any(p.startswith(package) for p in calls_llm)
+
+
+def _agent_definition(rel: str, text: str) -> Entry | None:
+    m = _FRONT_MATTER.match(text)
+    if m is None or not re.search(r"(?m)^name\s*:", m[1]):
+        return None
+    model = re.search(r"(?m)^model\s*:\s*['\"]?([\w.:/-]+)", m[1])
+    why = f"{rel} defines an agent (YAML front matter with name:): its body is the system prompt"
+    extra = {"model": model[1]} if model else {}
+    return Entry("agent-definition", 50, rel, why, 1, input="system-prompt", extra=extra)
