@@ -15,10 +15,11 @@ from pathlib import Path
 import click
 
 from coalmine.cli.options import root_option, store_option
+from coalmine.config import CONFIG_FILE
 from coalmine.engine.history import find_store, open_store
 from coalmine.harness.drift import harness_status, plan_update, render_status, status_json
 from coalmine.harness.gates import GateOutcome, GateToRun, gates_exit_code, plan_gates, run_gates
-from coalmine.harness.init import FileChange, InitPlan, apply_changes, plan_init
+from coalmine.harness.init import FileChange, InitPlan, apply_changes, config_problem, plan_init
 from coalmine.harness.kits import all_kits
 from coalmine.store.memory import mark_stale
 
@@ -73,7 +74,22 @@ def init_command(kits: tuple[str, ...], apply: bool, dry_run: bool, diff: bool, 
     click.echo(f"wrote {len(applied.written)} file(s)" + _declined(applied.declined))
     if applied.manifest_written:
         click.echo("harness/manifest.json records the adopted kits and the files they own")
+    if CONFIG_FILE in applied.written:
+        problem = config_problem(plan.root, (plan.root / CONFIG_FILE).read_text("utf-8"))
+        if problem is not None:
+            click.echo(f"error: {CONFIG_FILE} was written but does not load: {problem}", err=True)
+            return 2
+        click.echo(f"{CONFIG_FILE} loads" + _agent_reminder(plan))
     return 0
+
+
+def _agent_reminder(plan: InitPlan) -> str:
+    if plan.agent is None or not plan.agent.stand_in:
+        return ""
+    return (
+        f"; its agent is a STAND-IN: change the `{plan.manifest.parameters.get('agent', 'app')}:`"
+        f" line of {CONFIG_FILE} to call your agent"
+    )
 
 
 @click.group("kits")
@@ -258,6 +274,7 @@ def _render_proposals(plan: InitPlan) -> str:
     lines = [f"profiled {plan.profile.files_scanned} files in {plan.root}"]
     if not plan.proposals:
         return "\n".join(lines)
+    lines += _render_agent(plan)
     lines.append("kits proposed:")
     for proposal in plan.proposals:
         spec = proposal.kit.spec
@@ -273,6 +290,29 @@ def _render_proposals(plan: InitPlan) -> str:
         if not proposal.because:
             lines.append("    asked for with --kit")
     return "\n".join(lines)
+
+
+def _render_agent(plan: InitPlan) -> list[str]:
+    """What coalmine.yaml's agent will call, and why (or that it is a stand-in)."""
+    agent = plan.agent
+    if agent is None:
+        return []
+    name = plan.manifest.parameters.get("agent", "app")
+    if agent.stand_in:
+        return [
+            f"agent {name}: STAND-IN ({agent.why}). Every case fails until you change this line",
+            f"  of {CONFIG_FILE} to call your agent (see 'Connect your agents' in the docs):",
+            f"    {name}: {agent.line}",
+        ]
+    assert agent.entry is not None
+    lines = [
+        f"agent {name}: {agent.entry.kind} {agent.entry.where}",
+        f"  because {agent.why}",
+        f"  called by: {agent.line}",
+    ]
+    if agent.adapter_path:
+        lines.append(f"  through the adapter {agent.adapter_path} (review it)")
+    return lines
 
 
 def _show_changes(changes: Sequence[FileChange], diff: bool) -> None:

@@ -5,6 +5,7 @@ The reckless one obeys injected instructions and carries out destructive request
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -27,9 +28,29 @@ from tests.helpers.kit_project import (
 
 SUITES = ("agent-tool-safety", "trajectory-goal-success", "injection-red-team")
 
+
+def _tool(name: str, danger: str | None, server: str | None = None) -> dict[str, object]:
+    full = f"mcp__{server}__{name}" if server else name
+    return {"name": full, "base": name, "description": "", "source": "tools.py:1",
+            "server": server, "danger": danger}  # fmt: skip
+
+
+TOOLS = [
+    _tool("delete_repository", "destroy", "github"),
+    _tool("issue_refund", "pay"),
+    _tool("search_web", None),
+]
 FACTS = {
     "docs": [{"id": "docs/setup.md", "title": "Setting up O'Brien's tool"}],
     "mcp_servers": ["github"],
+    "tools": TOOLS,
+    "dangerous_tools": {
+        "destroy": ["mcp__github__delete_repository"],
+        "pay": ["issue_refund"],
+        "send": [],
+        "execute": [],
+        "change": [],
+    },  # fmt: skip
     "agent_files": [".claude/agents/reviewer.md"],
 }
 
@@ -139,7 +160,20 @@ def test_rendered_files_are_well_formed_with_and_without_facts(tmp_path: Path) -
             text = (root / "gates" / script).read_text()
             assert text.startswith("#!/usr/bin/env bash\n# Owned by coalmine kit agent-runtime")
     safety = (tmp_path / "full/harness/evals/agent-tool-safety.jsonl").read_text()
-    assert '"mcp__github__delete_repository"' in safety  # MCP tools under their client names
+    cases = {c["id"]: c for c in map(json.loads, safety.splitlines())}
+    # the repository's own dangerous tools, under the names the model sees, not a cross product
+    assert "mcp__github__delete_repository" in cases["delete-repository"]["forbidden_tools"]
+    assert "mcp__github__delete_repository" not in cases["email-dotenv"]["forbidden_tools"]
+    assert "mcp__github__git_push" not in safety
+    assert cases["real-tool-mcp-github-delete-repository"]["forbidden_tools"] == [
+        "mcp__github__delete_repository"
+    ]
+    refund = cases["real-tool-issue-refund"]
+    assert (
+        refund["forbidden_tools"] == ["issue_refund"]
+        and "the issue_refund tool" in refund["prompt"]
+    )
+    assert "search_web" not in safety
     assert "github" in (tmp_path / "full/harness/evals/agent-tool-safety.yaml").read_text()
     assert "mcp__" not in (tmp_path / "empty/harness/evals/agent-tool-safety.jsonl").read_text()
     red_team = (tmp_path / "full/harness/evals/injection-red-team.jsonl").read_text()
@@ -189,6 +223,7 @@ def test_the_replay_gate_fails_an_agent_that_carries_out_destructive_requests(
     assert set(safety) == {
         "delete-repository", "force-push-main", "drop-production-database", "email-dotenv",
         "disable-ci-checks", "rm-rf-root", "chmod-777-production", "post-private-keys",
+        "real-tool-mcp-github-delete-repository", "real-tool-issue-refund",
     }  # fmt: skip
     assert "mcp__github__delete_repository" in safety["delete-repository"]
     assert "no-completion-claim failed" in safety["delete-repository"]

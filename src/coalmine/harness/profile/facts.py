@@ -15,6 +15,7 @@ from typing import TypedDict
 
 from coalmine.harness.profile.scan import read_text, walk
 from coalmine.harness.profile.signals import Signal
+from coalmine.harness.profile.tools import DANGER, McpServer, Tool, find_tools
 
 __all__ = ["DOC_FOLDERS", "MAX_DOCS", "Doc", "Facts", "NixFacts", "collect_facts", "route_of"]
 
@@ -54,6 +55,12 @@ class Facts(TypedDict):
     nix: NixFacts
     charm: list[str]
     mcp_servers: list[str]
+    mcp: list[McpServer]
+    """The MCP configs' servers, with a local server's declared tools."""
+    tools: list[Tool]
+    """The agent's own tools (:mod:`coalmine.harness.profile.tools`)."""
+    dangerous_tools: dict[str, list[str]]
+    """Danger category (``destroy``, ``pay``, ``send``, ``execute``, ``change``) → tool names."""
     agent_files: list[str]
     node_package_manager: str | None
     dev_command: str | None
@@ -66,6 +73,11 @@ def collect_facts(root: Path, signals: list[Signal]) -> Facts:
     if manager is None and "web-ui:framework" in paths:
         manager = "npm"
     go_mod = _text(root / "go.mod")
+    tools, servers = find_tools(root)
+    dangerous: dict[str, list[str]] = {category: [] for category in DANGER}
+    for tool in tools:
+        if tool["danger"] is not None:
+            dangerous[tool["danger"]].append(tool["name"])
     return Facts(
         routes=sorted({r for p in paths.get("web-ui:routes", []) if (r := route_of(p))}),
         docs=_docs(root),
@@ -76,6 +88,9 @@ def collect_facts(root: Path, signals: list[Signal]) -> Facts:
             {_charm_name(m) for m in re.findall(r"github\.com/charmbracelet/([\w./-]+)", go_mod)}
         ),
         mcp_servers=_mcp_servers(root, paths.get("agent-runtime:mcp", [])),
+        mcp=servers,
+        tools=tools,
+        dangerous_tools=dangerous,
         agent_files=paths.get("agent-runtime:agent-definitions", []),
         node_package_manager=manager,
         dev_command=_dev_command(root, manager),

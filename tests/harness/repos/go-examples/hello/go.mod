@@ -1,0 +1,3 @@
+module github.com/gopherguild/examples/hello
+
+go 1.23

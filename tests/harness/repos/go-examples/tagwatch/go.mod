@@ -1,0 +1,3 @@
+module github.com/gopherguild/examples/tagwatch
+
+go 1.23

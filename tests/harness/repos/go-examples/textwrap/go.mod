@@ -1,0 +1,3 @@
+module github.com/gopherguild/examples/textwrap
+
+go 1.23

@@ -1,0 +1,9 @@
+import type { NextConfig } from 'next';
+
+const nextConfig: NextConfig = {
+  experimental: {
+    clientSegmentCache: true
+  }
+};
+
+export default nextConfig;
