@@ -126,6 +126,29 @@ def test_evolution_rules_fire_when_watched_files_change_after_the_suite_ran(
     assert "changed since 01" in out  # an eval run id
 
 
+def test_a_rule_watches_every_file_of_a_signal_not_only_its_evidence(tmp_path: Path) -> None:
+    root = adopted_repo(tmp_path)
+    for i in range(12):  # the evidence keeps the first ten places: agent.py, then zz/w00 …
+        (root / "zz").mkdir(exist_ok=True)
+        (root / "zz" / f"w{i:02}.py").write_text("import openai\n", encoding="utf-8")
+    store = open_store(root)
+    try:
+        code = run_main(
+            "eval", "run", "agent-tool-safety", "--root", str(root), "--display", "none"
+        )[0]
+        assert code in (0, 1)
+        later = time.time() + 60
+        os.utime(root / "zz" / "w11.py", (later, later))
+        [fired] = [
+            s
+            for s in harness_status(root, store).suggestions
+            if s.rerun == "coalmine eval run agent-tool-safety"
+        ]
+        assert fired.changed == ("zz/w11.py",)
+    finally:
+        store.close()
+
+
 def older_kit_text(root: Path, path: str, old_line: str, new_line: str) -> None:
     """Make it look as if the kit wrote ``path`` with ``old_line`` where it now has ``new_line``."""
     text = (root / path).read_text("utf-8")

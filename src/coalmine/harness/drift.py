@@ -51,6 +51,7 @@ from coalmine.harness.init import (
     render_context,
 )
 from coalmine.harness.kits import (
+    BASE_DIR,
     AdoptedKit,
     EvolutionRule,
     Kit,
@@ -62,7 +63,7 @@ from coalmine.harness.kits import (
     render_kit,
 )
 from coalmine.harness.kits.registry import KIT_REGISTRY
-from coalmine.harness.profile import Signal, profile_repository
+from coalmine.harness.profile import Signal, profile_repository, scan_repository
 from coalmine.harness.profile.scan import walk
 from coalmine.store.evals import last_suite_start
 from coalmine.store.gates import last_gate_run
@@ -156,7 +157,9 @@ def harness_status(root: Path, store: Store | None) -> HarnessStatus:
     manifest = load_manifest(root)
     if manifest is None:
         return HarnessStatus(False, (), (), (), (), ())
-    signals = harness_signals(root, profile_repository(root), manifest)
+    profile, every_file = scan_repository(root)
+    signals = harness_signals(root, profile, manifest)
+    owned = manifest.owned_paths()
     kinds = {s.kind for s in signals}
     files = tuple(
         FileState(kit.id, f.path, _condition(root, f)) for kit in manifest.kits for f in kit.files
@@ -175,7 +178,7 @@ def harness_status(root: Path, store: Store | None) -> HarnessStatus:
             if rule.rerun is None:
                 advice.append((kit.id, rule.text))
                 continue
-            fired = _fire(tree, rule, signals, store)
+            fired = _fire(tree, rule, _files(every_file, signals, owned), store)
             if fired is not None:
                 suggestions.append(Suggestion(kit.id, rule.text, rule.rerun, *fired))
     return HarnessStatus(True, files, kit_states, new_kits, tuple(suggestions), tuple(advice))
@@ -202,12 +205,26 @@ def _kit_state(kit: AdoptedKit, kinds: set[str]) -> KitState:
     )
 
 
+def _files(
+    every_file: dict[str, set[str]], signals: Sequence[Signal], owned: set[str]
+) -> dict[str, set[str]]:
+    """Kind → every file showing it (not only the evidence), outside what the harness owns."""
+    return {
+        s.kind: {
+            p
+            for p in every_file.get(s.kind, set())
+            if p not in owned and not p.startswith(BASE_DIR + "/")
+        }
+        for s in signals
+    }
+
+
 def _fire(
-    tree: _Tree, rule: EvolutionRule, signals: Sequence[Signal], store: Store | None
+    tree: _Tree, rule: EvolutionRule, files: dict[str, set[str]], store: Store | None
 ) -> tuple[tuple[str, ...], str | None] | None:
     """``(changed files, last run)`` when ``rule`` fires, else ``None``."""
     root = tree.root
-    watched = _watched(tree, rule.watch, signals)
+    watched = _watched(tree, rule.watch, files)
     if not watched:
         return None
     last = _last_run(rule, store)
@@ -245,14 +262,13 @@ class _Tree:
         return self._files
 
 
-def _watched(tree: _Tree, watch: Iterable[str], signals: Sequence[Signal]) -> set[str]:
-    """The files a rule watches: its signal kinds' evidence, and what its globs match.
+def _watched(tree: _Tree, watch: Iterable[str], evidence: dict[str, set[str]]) -> set[str]:
+    """The files a rule watches: every file of its signal kinds, and what its globs match.
 
     An entry is a signal kind when it has a ``:`` or names a kind the profile found now;
     anything else is a glob (a kind not found now, such as ``nix``, matches no file either
     way).
     """
-    evidence = {s.kind: {e.path for e in s.evidence} for s in signals}
     found: set[str] = set()
     globs = []
     for entry in watch:

@@ -18,7 +18,7 @@ from coalmine.harness.kits import applicable
 from coalmine.harness.profile.scan import walk
 from coalmine.harness.profile.signals import Detector, Evidence, Signal
 
-__all__ = ["SCHEMA", "Evidence", "Profile", "Signal", "profile_repository"]
+__all__ = ["SCHEMA", "Evidence", "Profile", "Signal", "profile_repository", "scan_repository"]
 
 SCHEMA = "coalmine.profile.v1"
 
@@ -41,6 +41,11 @@ class Profile(BaseModel):
 
 def profile_repository(root: Path) -> Profile:
     """Profile the tree at ``root`` (read-only)."""
+    return scan_repository(root)[0]
+
+
+def scan_repository(root: Path) -> tuple[Profile, dict[str, set[str]]]:
+    """The profile, and kind → every file that shows it (the evidence keeps ten places)."""
     root = root.resolve()
     detector = Detector()
     count = 0
@@ -48,9 +53,10 @@ def profile_repository(root: Path) -> Profile:
         count += 1
         detector.visit(rel, path)
     signals = detector.signals()
-    return Profile(
+    profile = Profile(
         root=str(root),
         files_scanned=count,
         signals=signals,
         applicable_kits=applicable(s.kind for s in signals),
     )
+    return profile, detector.files

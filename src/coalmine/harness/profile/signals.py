@@ -263,6 +263,8 @@ class Detector:
         self._js_terms, self._js_term_kinds = _terms("js")
         self._evidence: dict[str, list[Evidence]] = {}
         self._seen: set[tuple[str, str, int | None]] = set()
+        self.files: dict[str, set[str]] = {}
+        """Kind → every file that shows it (the evidence keeps only the first ten places)."""
         self._go_mods: list[str] = []
         self._go_service: list[tuple[str, int]] = []
         self._package_jsons: list[str] = []
@@ -277,6 +279,7 @@ class Detector:
 
     def add(self, kind: str, path: str, line: int | None = None) -> None:
         """Record evidence of ``kind`` (ignored past :data:`MAX_EVIDENCE` or when repeated)."""
+        self.files.setdefault(kind, set()).add(path)
         found = self._evidence.setdefault(kind, [])
         if len(found) < MAX_EVIDENCE and (kind, path, line) not in self._seen:
             self._seen.add((kind, path, line))
@@ -291,6 +294,8 @@ class Detector:
                 if line is None:
                     line = lines.at(pos)
                 self.add(kind, path, line)
+            else:
+                self.files[kind].add(path)
 
     def visit(self, rel: str, path: str) -> None:
         """Look at one file: ``rel`` to the root (``/``-separated), ``path`` to open it."""
