@@ -346,6 +346,31 @@ def test_gates_run_honours_blocking_and_advisory(tmp_path: Path) -> None:
     assert code == 2 and "unknown gate or kit: nope; gates: broken, slow" in out
 
 
+def test_gates_run_verbose_shows_all_output_and_a_missing_tool_keeps_its_hint(
+    tmp_path: Path,
+) -> None:
+    many = "for i in $(seq 1 300); do echo line-$i; done"
+    write_gates(
+        tmp_path,
+        [
+            {"id": "chatty", "command": many, "blocks": True},
+            {
+                "id": "no-tool",
+                "command": "echo 'x: frobtool not found; install it with: apt install frob' >&2; "
+                + many
+                + "; exit 127",
+                "blocks": True,
+            },
+        ],
+    )
+    out = invoke(tmp_path, "gates", "run", "chatty", "--verbose")[1]
+    assert all(f"      line-{i}\n" in out for i in (1, 150, 300))
+    out = invoke(tmp_path, "gates", "run", "no-tool")[1]
+    assert "line-1\n" not in out and "line-300" in out and "260 earlier" not in out
+    assert "      x: frobtool not found; install it with: apt install frob" in out
+    assert "exit 127: a command the gate needs was not found" in out
+
+
 def test_gates_run_puts_this_coalmine_first_on_path(tmp_path: Path) -> None:
     write_gates(tmp_path, [{"id": "which", "command": "command -v coalmine", "blocks": True}])
     code, out = invoke(tmp_path, "gates", "run", "--verbose")

@@ -8,6 +8,7 @@ Nothing is written without ``--apply``, except at a terminal, where each file is
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -229,7 +230,7 @@ def gates_run_command(
             f" {outcome.seconds:.1f}s{code})"
         )
         if verbose or outcome.status != "pass":
-            for line in outcome.output.rstrip().splitlines()[-40:]:
+            for line in _shown_output(outcome, verbose):
                 click.echo(f"      {line}")
         for path in outcome.missing if outcome.status != "pass" else ():
             click.echo(
@@ -251,6 +252,31 @@ def gates_run_command(
         + (f"; advisory failures: {', '.join(advisory)}" if advisory else "")
     )
     return gates_exit_code(outcomes)
+
+
+TAIL_LINES = 40
+_MISSING_TOOL = re.compile(r"not found|not installed|No such file or directory|command not found")
+
+
+def _shown_output(outcome: GateOutcome, verbose: bool) -> list[str]:
+    """All of the output with --verbose; else its last lines, keeping a missing tool's hint.
+
+    A gate that cannot find a tool exits 127 (the shell's code) after saying which tool and how
+    to install it; that line stays in view even when the tail would drop it.
+    """
+    lines = outcome.output.rstrip().splitlines()
+    if outcome.exit_code == 127:
+        hints = [line for line in lines if _MISSING_TOOL.search(line)]
+        shown = lines if verbose or len(lines) <= TAIL_LINES else lines[-TAIL_LINES:]
+        kept = [h for h in hints if h not in shown]
+        note = "exit 127: a command the gate needs was not found: install it or put it on PATH"
+        return [*kept, *shown, note]
+    if verbose or len(lines) <= TAIL_LINES:
+        return lines
+    return [
+        f"… {len(lines) - TAIL_LINES} earlier lines (--verbose shows them)",
+        *lines[-TAIL_LINES:],
+    ]
 
 
 def _blocking(blocks: bool) -> str:

@@ -31,8 +31,8 @@ from coalmine.store.runs import Store
 
 __all__ = ["GateOutcome", "GateToRun", "gates_exit_code", "plan_gates", "run_gates"]
 
-OUTPUT_TAIL = 4000
-"""Characters of a gate's output kept (the end)."""
+OUTPUT_TAIL = 1_000_000
+"""Characters of a gate's output kept (the end): all of it but for a runaway gate."""
 
 
 @dataclass(frozen=True)
