@@ -47,7 +47,7 @@ def test_specs_visit_every_route_and_use_playwright() -> None:
 def test_config_starts_the_dev_server_and_reads_base_url() -> None:
     files = render("web-app", make_context(facts={"routes": ROUTES, "dev_command": "pnpm dev"}))
     config = files[CONFIG].text
-    assert 'process.env.BASE_URL ?? "http://127.0.0.1:3000"' in config
+    assert 'process.env.COALMINE_WEB_URL ?? "http://127.0.0.1:3000"' in config
     assert 'command: "pnpm dev",' in config and 'cwd: "../.."' in config
     assert 'testDir: "."' in config
 
