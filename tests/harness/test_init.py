@@ -86,7 +86,7 @@ def test_apply_writes_exactly_the_plan_and_the_manifest_records_it(tmp_path: Pat
     plan = plan_init(root)
     planned = {c.path for c in plan.changes if c.writes}
     kit = get_kit("agent-runtime")
-    assert planned == {"coalmine.yaml", *kit.files()}
+    assert planned == {"coalmine.yaml", ".gitignore", *kit.files()}
 
     code, out = invoke(root, "init", "--apply", "--no-diff")
     assert code == 0, out
@@ -110,6 +110,9 @@ def test_apply_writes_exactly_the_plan_and_the_manifest_records_it(tmp_path: Pat
         assert owned.sha256 == hash_text(text)
         assert (root / BASE_DIR / owned.path).read_text("utf-8") == text
     assert [c.id for c in adopted.commands] == [c.id for c in kit.spec.commands]
+    assert (root / ".gitignore").read_text("utf-8").endswith("\n.coalmine/\n")
+    assert "coalmine.yaml loads" in out
+    assert not [c for c in plan_init(root).changes if c.path == ".gitignore"]  # offered once
     config = (root / "coalmine.yaml").read_text("utf-8")
     assert 'app: {provider: command, argv: ["python3", "agent.py"]}' in config
 

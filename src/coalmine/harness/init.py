@@ -53,6 +53,7 @@ from coalmine.harness.kits import (
 )
 from coalmine.harness.profile import Profile, Signal, profile_repository
 from coalmine.harness.profile.facts import collect_facts
+from coalmine.harness.profile.scan import IgnoreFile
 from coalmine.providers.base import provider_settings
 
 __all__ = [
@@ -203,6 +204,8 @@ def plan_init(root: Path, *, kits: Iterable[str] = ()) -> InitPlan:
         agent_plan, config, adapter = propose_agent(root, parameters["agent"])
         changes.append(FileChange("", CONFIG_FILE, "create", None, config))
         changes += adapter
+    if proposals:
+        changes += _gitignore(root)
     context = render_context(root, signals, parameters)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     new_kits = list(manifest.kits)
@@ -225,6 +228,23 @@ def _parameters(root: Path) -> dict[str, str]:
     if isinstance(agents, dict) and agents:
         agent = str(next(iter(agents)))
     return {"project": root.name, "agent": agent}
+
+
+GITIGNORE_ENTRY = ".coalmine/"
+_GITIGNORE_NOTE = "# coalmine's store and caches (runs, cassettes): local, never committed\n"
+
+
+def _gitignore(root: Path) -> list[FileChange]:
+    """A ``.gitignore`` line for ``.coalmine/`` (the store), unless it is already ignored."""
+    before = read_text_or_none(root / ".gitignore")
+    if before is not None and IgnoreFile.parse(before).match(".coalmine", True):
+        return []
+    if before is None:
+        after = _GITIGNORE_NOTE + GITIGNORE_ENTRY + "\n"
+        return [FileChange("", ".gitignore", "create", None, after, note="keeps the store out")]
+    glue = "" if not before or before.endswith("\n") else "\n"
+    after = before + glue + "\n" + _GITIGNORE_NOTE + GITIGNORE_ENTRY + "\n"
+    return [FileChange("", ".gitignore", "replace", before, after, note="adds .coalmine/")]
 
 
 def _writes_suites(proposals: Iterable[Proposal]) -> bool:
