@@ -177,17 +177,57 @@ def _go_mains(root: Path) -> list[str]:
 _NIX_LIST = re.compile(
     r"\b(?:packages|buildInputs|nativeBuildInputs)\s*=\s*(?:with\s+pkgs\s*;\s*)?\[([^\]]*)\]"
 )
-_NIX_TOOL_NAMES = {"nodejs": "node", "python3": "python3", "python": "python3", "rustc": "rustc"}
+_NIX_ATTR_VALUES = re.compile(
+    r"\b(?:packages|buildInputs|nativeBuildInputs)\s*=\s*(?:\([^=]*?)?builtins\.attrValues\s*\{"
+    r"\s*inherit\s*\((?:pkgs|nixpkgs)\)\s*([^;]*);"
+)
+_NIX_SHELL = re.compile(r"\bmkShell(?:NoCC)?\s*\{|\bdevshell\.mkShell\s*\{")
+_NIX_TOOL_NAMES = {
+    "nodejs": "node",
+    "python3": "python3",
+    "python": "python3",
+    "rustc": "rustc",
+    "delve": "dlv",
+    "ripgrep": "rg",
+    "fd": "fd",
+    "golangci-lint": "golangci-lint",
+    "nixfmt-rfc-style": "nixfmt",
+    "postgresql": "psql",
+    "awscli2": "aws",
+    "google-cloud-sdk": "gcloud",
+    "kubectl": "kubectl",
+    "kubernetes-helm": "helm",
+    "gnumake": "make",
+}
+"""nixpkgs attribute → the command it puts on PATH, where the two differ."""
+
+
+def _nix_shell_bodies(text: str) -> list[str]:
+    """The attribute sets passed to ``mkShell``: what a dev shell provides.
+
+    Not a package's build inputs, which a derivation uses to build and never puts on PATH.
+    """
+    bodies = []
+    for m in _NIX_SHELL.finditer(text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        bodies.append(text[m.end() : i])
+    return bodies
 
 
 def _nix(root: Path) -> NixFacts:
     tools: list[str] = []
-    for name in ("flake.nix", "shell.nix"):
-        for listing in _NIX_LIST.findall(_text(root / name)):
-            for token in re.findall(r"[A-Za-z][\w.-]*", re.sub(r"#.*", "", listing)):
-                tool = _nix_tool(token)
-                if tool and tool not in tools:
-                    tools.append(tool)
+    for name in ("flake.nix", "shell.nix", "devshell.nix"):
+        text = re.sub(r"#[^\n]*", "", _text(root / name))
+        for body in _nix_shell_bodies(text):
+            listed = _NIX_LIST.findall(body) + _NIX_ATTR_VALUES.findall(body)
+            for listing in listed:
+                for token in re.findall(r"[A-Za-z][\w.-]*", listing):
+                    tool = _nix_tool(token)
+                    if tool and tool not in tools:
+                        tools.append(tool)
     envrc = _text(root / ".envrc")
     return NixFacts(
         flake=(root / "flake.nix").is_file(),
@@ -200,7 +240,7 @@ def _nix(root: Path) -> NixFacts:
 def _nix_tool(token: str) -> str | None:
     """The command a nixpkgs attribute gives (``pkgs.go_1_22`` → ``go``, ``nodejs_20`` → node)."""
     name = token.removeprefix("pkgs.").split(".")[-1]
-    if name in ("with", "pkgs", "inherit"):
+    if name in ("with", "pkgs", "inherit", "lib", "self", "system", "stdenv"):
         return None
     name = re.sub(r"[_-]\d[\w.]*$", "", name)
     return _NIX_TOOL_NAMES.get(name, name)
