@@ -25,7 +25,7 @@ from tests.helpers.kit_project import context
 
 KITS = Path(coalmine.harness.kits.__file__).parent / "builtin"
 
-SYSTEM_TOOLS = ("bash", "dirname", "mktemp", "rm", "env", "cat", "sleep")
+SYSTEM_TOOLS = ("bash", "dirname", "mktemp", "rm", "env", "cat", "sleep", "find", "sort")
 """What the scripts (and shims) may use besides the shims: present on any machine."""
 
 PYTHON = os.path.realpath(sys.executable)
@@ -85,7 +85,7 @@ class Sandbox:
             "import json, os, sys\n"
             f"with open({str(self.log)!r}, 'a') as _log:\n"
             f"    _env = {{k: os.environ[k] for k in {LOGGED_ENV!r} if k in os.environ}}\n"
-            f"    _log.write(json.dumps({{'tool': {name!r}, 'argv': sys.argv[1:], 'env': _env}}) + '\\n')\n"
+            f"    _log.write(json.dumps({{'tool': {name!r}, 'argv': sys.argv[1:], 'env': _env, 'cwd': os.getcwd()}}) + '\\n')\n"
             f"{body}\n"
             f"sys.exit({code})\n"
         )

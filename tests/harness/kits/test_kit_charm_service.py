@@ -67,7 +67,10 @@ while True:
 
 
 def make_sandbox(tmp_path: Path, **facts: object) -> Sandbox:
+    """A repository whose program is its root package (``go_mains: ["."]``) unless told."""
+    facts.setdefault("go_mains", ["."])
     box = Sandbox(tmp_path, "charm-service", make_context(facts=facts))
+    (box.root / "go.mod").write_text("module example.com/demo\n", encoding="utf-8")
     box.shim("go", body=FAKE_GO)
     return box
 
@@ -258,3 +261,22 @@ def test_replay_over_ssh_connects_to_the_servers_port(tmp_path: Path) -> None:
     assert ssh["argv"][:2] == ["-tt", "-p"] and ssh["argv"][-1] == "127.0.0.1"
     assert "BatchMode=yes" in ssh["argv"]
     assert "replayed harness/vcr/sessions/smoke.jsonl" in result.stdout
+
+
+def test_a_library_is_built_in_every_module_not_smoked_as_a_program(tmp_path: Path) -> None:
+    box = make_sandbox(tmp_path, charm=["bubbletea", "lipgloss"], go_mains=[])
+    (box.root / "examples").mkdir()
+    (box.root / "examples" / "go.mod").write_text("module example.com/demo/examples\n")
+    result = box.run("gates/wish-smoke.sh")
+    assert result.returncode == 0, result.stdout + result.stderr
+    builds = box.calls("go")
+    assert [c["argv"] for c in builds] == [["build", "./..."], ["build", "./..."]]
+    assert sorted(Path(c["cwd"]).name for c in builds) == ["examples", "repo"]
+    assert "every package of the library builds" in result.stdout
+    assert "builds (a Bubble Tea program" not in result.stdout
+    replay = box.run("gates/wish-smoke.sh", "replay")
+    assert replay.returncode == 0 and "a library has no program" in replay.stdout
+    test = box.run("gates/charm-go-test.sh")
+    assert test.returncode == 0, test.stderr
+    tested = [Path(c["cwd"]).name for c in box.calls("go") if c["argv"][0] == "test"]
+    assert sorted(tested) == ["examples", "repo"]

@@ -23,7 +23,9 @@ if args[:1] == ["build"] and "-o" in args:
 
 
 def make_sandbox(tmp_path: Path, **facts: object) -> Sandbox:
-    return Sandbox(tmp_path, "go-service", make_context(project="demo", facts=facts))
+    box = Sandbox(tmp_path, "go-service", make_context(project="demo", facts=facts))
+    (box.root / "go.mod").write_text("module example.com/demo\n", encoding="utf-8")
+    return box
 
 
 def test_contract_names_the_service_and_its_packages() -> None:
@@ -64,6 +66,11 @@ def test_go_gates_run_over_every_package(tmp_path: Path, script: str, verb: str)
     result = box.run(script, "-count=1")
     assert result.returncode == 0, result.stderr
     assert [c["argv"] for c in box.calls("go")] == [[verb, "-count=1", "./..."]]
+    (box.root / "examples").mkdir()  # a nested module (examples/ of a library) is tested too
+    (box.root / "examples" / "go.mod").write_text("module example.com/demo/examples\n")
+    box.log.unlink()
+    assert box.run(script).returncode == 0
+    assert sorted(Path(c["cwd"]).name for c in box.calls("go")) == ["examples", "repo"]
 
 
 @pytest.mark.parametrize(
