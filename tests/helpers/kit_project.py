@@ -42,6 +42,7 @@ EMPTY_FACTS: dict[str, Any] = {
     "charm": [],
     "mcp_servers": [],
     "mcp": [],
+    "near_misses": [],
     "tools": [],
     "dangerous_tools": {"destroy": [], "pay": [], "send": [], "execute": [], "change": []},
     "agent_files": [],

@@ -94,5 +94,5 @@ def test_a_plugin_kit_registers_renders_and_is_adopted_with_kit(tmp_path: Path) 
 def test_kits_list_names_each_kit_and_its_gates() -> None:
     code, out = run_main("kits", "list")
     assert code == 0
-    assert "rag-system  v2" in out
+    assert "rag-system  v3" in out
     assert "applies when: retrieval:embeddings, retrieval:retriever, retrieval:vector-db" in out

@@ -60,8 +60,23 @@ RETRIEVER = """
 """
 
 
-def repo(root: Path, docs: list[dict[str, str]], *, near_miss_first: bool = False) -> Path:
-    render_into(root, "rag-system", context(docs=docs))
+NEAR_MISSES = [  # as the profile's TF-IDF finds them (tests/harness/profile/test_documents.py)
+    {"a": "docs/keys/create.md", "b": "docs/keys/rotate.md", "shared": ["api", "keys"],
+     "similarity": 0.4},
+    {"a": "docs/install-linux.md", "b": "docs/install-windows.md", "shared": ["install"],
+     "similarity": 0.3},
+]  # fmt: skip
+
+
+def repo(
+    root: Path,
+    docs: list[dict[str, Any]],
+    *,
+    near_miss_first: bool = False,
+    near_misses: list[dict[str, Any]] | None = None,
+) -> Path:
+    pairs = NEAR_MISSES if near_misses is None and docs == DOCS else (near_misses or [])
+    render_into(root, "rag-system", context(docs=docs, near_misses=pairs))
     write_agent(root, RETRIEVER.format(near_miss_first=near_miss_first))
     corpus = {doc["title"]: doc["id"] for doc in docs}
     (root / "corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
@@ -101,7 +116,7 @@ def test_cases_come_from_the_documents(tmp_path: Path) -> None:
         for c in cases(root, "structural-near-misses")
     }
     assert near == {
-        "docs/keys/rotate.md:vs:docs/keys/create.md": (
+        "docs/keys/rotate.md:vs:docs/keys/create.md": (  # grade 1 for the queried one
             {"docs/keys/rotate.md": 1, "docs/keys/create.md": 0}, ["api", "keys"],
         ),
         "docs/keys/create.md:vs:docs/keys/rotate.md": (
@@ -118,7 +133,7 @@ def test_cases_come_from_the_documents(tmp_path: Path) -> None:
     assert faithful[2] == {
         "id": "docs/faq.md",
         "vars": {"title": "FAQ"},
-        "context": "docs/faq.md",
+        "context": "docs/faq.md",  # no passages known: its id, to be replaced
         "metadata": {"doc": "docs/faq.md"},
         "tags": ["faithfulness"],
     }
@@ -141,11 +156,20 @@ def test_odd_corpora_still_give_valid_suites(tmp_path: Path) -> None:
     for name, docs in corpora.items():
         root = repo(tmp_path / name, docs)
         assert suite_problems(root) == {suite: [] for suite in SUITES}, name
-    near = [c["id"] for c in cases(tmp_path / "unrelated", "structural-near-misses")]
-    assert near == ["a.md:vs:b.md", "b.md:vs:a.md"]  # neighbours when no title shares a word
+    near = cases(tmp_path / "unrelated", "structural-near-misses")
+    # nothing alike: no near miss is invented, each title must simply bring its document first
+    assert [(c["id"], c["relevant"]) for c in near] == [
+        ("a.md", {"a.md": 1}),
+        ("b.md", {"b.md": 1}),
+    ]
+    [single] = cases(tmp_path / "one", "structural-near-misses")
+    assert single["relevant"] == {"docs/install-linux.md": 1}
+    assert single["metadata"]["near_miss"] is None
+    one_yaml = (tmp_path / "one" / "harness/evals/structural-near-misses.yaml").read_text()
+    assert "The corpus has ONE document (docs/install-linux.md)" in one_yaml
     awkward = [c["id"] for c in cases(tmp_path / "awkward", "retrieval-recall")]
     assert awkward == ["docs/api-keys.md", "docs/api-keys.md-2", "doc-.hidden/x.md"]
-    for name in ("empty", "one"):
+    for name in ("empty",):
         examples = cases(tmp_path / name, "structural-near-misses")
         assert all(c["id"].startswith("example-") for c in examples)
         meta = yaml.safe_load(
@@ -185,6 +209,7 @@ def test_example_suites_block_like_the_gate_that_runs_them(tmp_path: Path) -> No
     assert eval_run(root, *SUITES) == 1
     for suite in SUITES:
         result = last_result(root, suite)
-        assert result["cases"] == 3 and result["badLines"] == result["errored"] == 0
+        examples = 2 if suite == "structural-near-misses" else 3
+        assert result["cases"] == examples and result["badLines"] == result["errored"] == 0
         assert result["blocking"] is True
     assert last_result(root, "retrieval-recall")["failed"] == 3

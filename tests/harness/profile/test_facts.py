@@ -62,7 +62,7 @@ def test_web_routes_and_the_dev_command(tmp_path: Path) -> None:
     assert facts["dev_command"] == "pnpm run dev"
 
 
-def test_docs_take_their_heading_or_stem_and_stop_at_the_cap(tmp_path: Path) -> None:
+def test_docs_take_their_heading_or_first_line_and_stop_at_the_cap(tmp_path: Path) -> None:
     write(
         tmp_path,
         {
@@ -74,18 +74,62 @@ def test_docs_take_their_heading_or_stem_and_stop_at_the_cap(tmp_path: Path) -> 
         },
     )
     docs = facts_of(tmp_path)["docs"]
-    assert docs[:3] == [
-        {"id": "docs/a-setup.md", "title": "Setting up", "excerpt": ""},
-        {"id": "docs/b.rst", "title": "Deploying", "excerpt": ""},
-        {"id": "docs/c_notes.txt", "title": "c notes", "excerpt": "no heading here"},
+    assert [(d["id"], d["title"]) for d in docs[:3]] == [
+        ("docs/a-setup.md", "Setting up"),
+        ("docs/b.rst", "Deploying"),
+        ("docs/c_notes.txt", "no heading here"),  # its first line, not its file name
     ]
     assert len(docs) == MAX_DOCS
-    assert docs[-1] == {"id": "knowledge/k08.md", "title": "K 8", "excerpt": ""}
+    assert docs[-1]["id"] == "knowledge/k08.md" and docs[-1]["title"] == "K 8"
 
 
 def test_the_readme_is_the_corpus_when_there_is_no_docs_folder(tmp_path: Path) -> None:
     write(tmp_path, {"README.md": "# My project\n"})
-    assert facts_of(tmp_path)["docs"] == [{"id": "README.md", "title": "My project", "excerpt": ""}]
+    assert facts_of(tmp_path)["docs"] == [
+        {"id": "README.md", "title": "My project", "excerpt": "", "passages": []}
+    ]
+
+
+def test_a_licence_header_is_never_the_title(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "data/books/alice.md": (
+                "The Project Gutenberg eBook of Alice's Adventures in Wonderland\n\n"
+                "This ebook is for the use of anyone anywhere at no cost.\n\n"
+                "Title: Alice's Adventures in Wonderland\n\nAuthor: Lewis Carroll\n\n"
+                "*** START OF THE PROJECT GUTENBERG EBOOK ALICE'S ADVENTURES IN WONDERLAND ***\n\n"
+                "CHAPTER I.\nDown the Rabbit-Hole\n\nAlice was beginning to get very tired of"
+                " sitting by her sister on the bank.\n"
+            ),
+            "data/books/notes.md": (
+                "<!-- SPDX-License-Identifier: MIT -->\nCopyright (c) 2024 The authors\n\n"
+                "Notes on the garden\n\nThe roses in the garden were painted red by the cards.\n"
+            ),
+            "load.py": 'from x import DirectoryLoader\nDATA_PATH = "data/books"\n',
+        },
+    )
+    docs = {d["id"]: d for d in facts_of(tmp_path)["docs"]}
+    assert docs["data/books/alice.md"]["title"] == "Alice's Adventures in Wonderland"
+    assert docs["data/books/alice.md"]["passages"] == [
+        "Alice was beginning to get very tired of sitting by her sister on the bank."
+    ]
+    assert docs["data/books/notes.md"]["title"] == "Notes on the garden"
+
+
+def test_passages_are_the_sentences_particular_to_a_document(tmp_path: Path) -> None:
+    common = "The system stores every record in the main database table."
+    write(
+        tmp_path,
+        {
+            "docs/a.md": f"# A\n\n{common} Refunds reach the customer card within five days.\n",
+            "docs/b.md": f"# B\n\n{common} Invoices are mailed on the first of each month.\n",
+        },
+    )
+    a, b = facts_of(tmp_path)["docs"]
+    # both sentences qualify; the particular one scores higher (its words are in one document)
+    assert a["passages"] == [common, "Refunds reach the customer card within five days."]
+    assert a["excerpt"] == " ".join(a["passages"])
 
 
 def test_go_module_mains_and_charm_libraries(tmp_path: Path) -> None:
@@ -140,10 +184,10 @@ def test_mcp_servers_and_agent_files(tmp_path: Path) -> None:
     assert facts["agent_files"] == [".claude/agents/reviewer.md"]
 
 
-def test_an_excerpt_is_the_text_after_the_title_cut_at_a_word(tmp_path: Path) -> None:
-    write(
-        tmp_path, {"docs/long.md": "# Long\n\n" + "word\n" * 100, "docs/short.md": "# S\nA  b\n c"}
-    )
-    long, short = facts_of(tmp_path)["docs"]
-    assert long["excerpt"] == " ".join(["word"] * 80) + " …"  # 80 words: 399 chars, cut at 400
-    assert short["excerpt"] == "A b c"
+def test_an_excerpt_is_the_key_passages_cut_at_a_word(tmp_path: Path) -> None:
+    sentence = "Every ticket of the support queue gets an answer within one working day."
+    write(tmp_path, {"docs/long.md": "# Long\n\n" + f"{sentence} " * 10})
+    [long] = facts_of(tmp_path)["docs"]
+    assert long["passages"] == [sentence] * 3
+    joined = " ".join([sentence] * 3)  # 3 x 72 + 2 = 218 chars: under the cap, kept whole
+    assert long["excerpt"] == joined

@@ -13,27 +13,21 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import TypedDict
 
-from coalmine.harness.profile.scan import read_text, walk
+from coalmine.harness.profile.documents import (
+    DOC_FOLDERS,
+    MAX_DOCS,
+    Doc,
+    NearMiss,
+    find_documents,
+    near_misses,
+)
+from coalmine.harness.profile.scan import read_text
 from coalmine.harness.profile.signals import Signal
 from coalmine.harness.profile.tools import DANGER, McpServer, Tool, find_tools
 
 __all__ = ["DOC_FOLDERS", "MAX_DOCS", "Doc", "Facts", "NixFacts", "collect_facts", "route_of"]
 
-MAX_DOCS = 12
-EXCERPT_CHARS = 400
-DOC_FOLDERS = ("docs", "doc", "knowledge", "corpus", "data", "content")
-"""Top-level folders whose text documents become the retrieval suites' corpus, in this order."""
-DOC_SUFFIXES = (".md", ".mdx", ".txt", ".rst")
 PACKAGE_MANAGERS = ("pnpm", "yarn", "bun", "npm")
-
-
-class Doc(TypedDict):
-    """A text document of the corpus: its path, title and opening text."""
-
-    id: str
-    title: str
-    excerpt: str
-    """Up to :data:`EXCERPT_CHARS` of its text after the title, whitespace collapsed."""
 
 
 class NixFacts(TypedDict):
@@ -50,6 +44,8 @@ class Facts(TypedDict):
 
     routes: list[str]
     docs: list[Doc]
+    near_misses: list[NearMiss]
+    """Look-alike documents (:func:`coalmine.harness.profile.documents.near_misses`)."""
     go_module: str | None
     go_mains: list[str]
     nix: NixFacts
@@ -74,13 +70,15 @@ def collect_facts(root: Path, signals: list[Signal]) -> Facts:
         manager = "npm"
     go_mod = _text(root / "go.mod")
     tools, servers = find_tools(root)
+    docs = find_documents(root)
     dangerous: dict[str, list[str]] = {category: [] for category in DANGER}
     for tool in tools:
         if tool["danger"] is not None:
             dangerous[tool["danger"]].append(tool["name"])
     return Facts(
         routes=sorted({r for p in paths.get("web-ui:routes", []) if (r := route_of(p))}),
-        docs=_docs(root),
+        docs=docs,
+        near_misses=near_misses(root, docs),
         go_module=_first(r"(?m)^module\s+(\S+)", go_mod),
         go_mains=_go_mains(root),
         nix=_nix(root),
@@ -127,39 +125,6 @@ def _text(path: Path) -> str:
 def _first(pattern: str, text: str) -> str | None:
     found = re.search(pattern, text)
     return found[1] if found else None
-
-
-def _docs(root: Path) -> list[Doc]:
-    found: list[Doc] = []
-    for folder in DOC_FOLDERS:
-        base = root / folder
-        if not base.is_dir():
-            continue
-        for rel, path in sorted(walk(base)):
-            if rel.endswith(DOC_SUFFIXES) and len(found) < MAX_DOCS:
-                found.append(_doc(f"{folder}/{rel}", path))
-    if not found:
-        readme = next((p for p in sorted(root.glob("README*")) if p.is_file()), None)
-        if readme is not None:
-            found.append(_doc(readme.name, str(readme)))
-    return found
-
-
-def _doc(doc_id: str, path: str) -> Doc:
-    """A document's title (its first markdown heading, else its file stem) and excerpt."""
-    lines = (read_text(path) or "").splitlines()[:200]
-    title, body = PurePosixPath(path).stem.replace("-", " ").replace("_", " "), 0
-    for i, line in enumerate(lines[:40]):
-        heading = re.match(r"#{1,6}\s+(.+?)\s*#*\s*$", line)
-        if heading:
-            title, body = heading[1], i + 1
-            break
-        if i + 1 < len(lines) and line.strip() and re.fullmatch(r"(=+|-+)\s*", lines[i + 1]):
-            title, body = line.strip(), i + 2
-            break
-    text = " ".join(" ".join(lines[body:]).split())
-    excerpt = text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
-    return Doc(id=doc_id, title=title, excerpt=excerpt)
 
 
 def _go_mains(root: Path) -> list[str]:

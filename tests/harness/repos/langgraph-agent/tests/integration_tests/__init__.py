@@ -1,0 +1,1 @@
+"""Integration checks: these call the real model and Tavily."""

@@ -1,0 +1,1 @@
+"""Unit checks for the agent (named *_checks.py; run by path from CI)."""
