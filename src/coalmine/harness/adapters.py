@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +71,8 @@ def plan_agent(root: Path, entries: list[Entry]) -> AgentPlan:
     if not entries:
         return stand_in("nothing showed how the agent runs")
     entry = entries[0]
+    if entry.kind == "http-endpoint" and entry.extra.get("framework") == "nextjs":
+        return _route_adapter(entry)
     if entry.kind == "http-endpoint":
         return _http(entry)
     if entry.kind == "agent-definition":
@@ -109,10 +112,16 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
         "script": entry.extra.get("script", Path(entry.path).stem),
         "adapter": path,
     }
-    text = _HEADER.format(**values) + body.format(**{k: repr(v) for k, v in values.items()})
+    text = _header(values) + body.format(**{k: repr(v) for k, v in values.items()})
     line = f"{{provider: command, argv: {_python_argv(path)}}}"
     notes = (f"{path} calls it, as production does (review it).", *_PYTHON_NOTE)
     return AgentPlan(line, entry.why, entry, path, text, notes)
+
+
+def _header(values: dict[str, str]) -> str:
+    written = f"Written by `coalmine init` because {values['why']}. Yours to edit: init never"
+    written = textwrap.fill(written + " overwrites it.", width=95)
+    return _HEADER.format(written=written, **values)
 
 
 def _package_folder(root: Path, module: str, file: str) -> str:
@@ -121,6 +130,31 @@ def _package_folder(root: Path, module: str, file: str) -> str:
         if (root / folder / top).is_dir() or (root / folder / f"{top}.py").is_file():
             return folder
     return module_of(root, file)[0]
+
+
+def _route_adapter(entry: Entry) -> AgentPlan:
+    """A Next.js route: the adapter posts as the app's own chat UI does and reads the stream."""
+    route = entry.extra.get("route", "/api/chat")
+    path = f"{ADAPTERS_DIR}/{route.strip('/').replace('/', '_') or 'route'}.py"
+    values = {
+        "path": entry.path,
+        "why": entry.why,
+        "adapter": path,
+        "url": f"http://127.0.0.1:3000{route}",
+        "field": entry.input.partition(":")[2] or "messages",
+    }
+    text = _header(values) + _ROUTE.format(**{k: repr(v) for k, v in values.items()})
+    line = f"{{provider: command, argv: {_python_argv(path)}}}"
+    notes = [
+        f"{path} posts to {values['url']} (start the app first, e.g. its dev server;",
+        "COALMINE_AGENT_URL points it elsewhere) and reads the streamed answer and tool calls.",
+    ]
+    if entry.extra.get("auth"):
+        notes.append(
+            "The route answers 401 without a session: set COALMINE_AGENT_COOKIE to a signed-in"
+        )
+        notes.append("session's Cookie header (read from the environment, never written down).")
+    return AgentPlan(line, entry.why, entry, path, text, tuple(notes))
 
 
 def _http(entry: Entry) -> AgentPlan:
@@ -163,7 +197,7 @@ _HEADER = '''\
 #!/usr/bin/env python3
 """coalmine adapter: calls {path} as production does, one prompt at a time.
 
-Written by `coalmine init` because {why}. Yours to edit: init never overwrites it.
+{written}
 coalmine.yaml's agent runs it (the `command` provider) with the prompt on stdin; the answer goes
 to stdout. Try it by hand:  echo "What can you do?" | python3 {adapter}
 """
@@ -330,4 +364,88 @@ ENTRY = ["-c", "import sys; from " + {module} + " import " + {symbol}
          + " as main; sys.argv[0] = " + repr({script}) + "; sys.exit(main())"]
 """
     + _RUN
+)
+
+_ROUTE = (
+    """
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+import uuid
+
+URL = os.environ.get("COALMINE_AGENT_URL") or {url}
+FIELD = {field}
+"""
+    + _TRAJECTORY
+    + """
+def body(prompt):
+    \"\"\"A chat request as the app's UI sends it: one user message, in both message forms.\"\"\"
+    if FIELD != "messages":
+        return {{FIELD: prompt}}
+    message = {{"id": uuid.uuid4().hex, "role": "user", "content": prompt,
+               "parts": [{{"type": "text", "text": prompt}}]}}
+    return {{"id": uuid.uuid4().hex, "messages": [message]}}
+
+
+def read_stream(response):
+    \"\"\"The answer's text: a UI message stream (SSE), a data stream (0:"…"), JSON or text.\"\"\"
+    kind = response.headers.get("Content-Type", "")
+    raw = response.read().decode("utf-8", "replace")
+    if "json" in kind:
+        data = json.loads(raw)
+        for key in ("text", "answer", "output", "response", "content", "message"):
+            if isinstance(data, dict) and isinstance(data.get(key), str):
+                return data[key]
+        return raw
+    text = []
+    for line in raw.splitlines():
+        if line.startswith("data:"):
+            payload = line[5:].strip()
+            if not payload or payload == "[DONE]":
+                continue
+            try:
+                event = json.loads(payload)
+            except ValueError:
+                continue
+            if event.get("type") == "text-delta":
+                text.append(event.get("delta") or event.get("textDelta") or "")
+            elif event.get("type") in ("tool-input-available", "tool-call"):
+                record(event.get("toolName"), event.get("input", event.get("args")),
+                       event.get("toolCallId"))
+            elif event.get("type") == "error":
+                sys.exit("the route streamed an error: " + str(event.get("errorText", event)))
+        elif len(line) > 2 and line[0].isdigit() and line[1] == ":":
+            value = json.loads(line[2:])
+            if line[0] == "0":
+                text.append(value)
+            elif line[0] == "9":
+                record(value.get("toolName"), value.get("args"), value.get("toolCallId"))
+        elif "event-stream" not in kind:
+            text.append(line + "\\n")
+    return "".join(text).strip()
+
+
+def main():
+    prompt = sys.stdin.read()
+    headers = {{"Content-Type": "application/json", "Accept": "text/event-stream, */*"}}
+    cookie = os.environ.get("COALMINE_AGENT_COOKIE")
+    if cookie:
+        headers["Cookie"] = cookie
+    request = urllib.request.Request(URL, json.dumps(body(prompt)).encode(), headers)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({{}}))
+    try:
+        with opener.open(request, timeout=300) as response:
+            print(read_stream(response))
+    except urllib.error.HTTPError as exc:
+        said = exc.read(300).decode("utf-8", "replace")
+        sys.exit(f"{{URL}} answered HTTP {{exc.code}}: {{said}}")
+    except OSError as exc:
+        sys.exit(f"cannot reach {{URL}} ({{exc}}): start the app first, or set COALMINE_AGENT_URL")
+
+
+if __name__ == "__main__":
+    main()
+"""
 )

@@ -107,6 +107,10 @@ def find_entries(root: Path) -> list[Entry]:
             text = read_text(path)
             if text:
                 sources[rel] = text
+        elif rel.endswith(_JS_EXTS) and _JS_ROUTE_FILE.fullmatch(rel):
+            entry = _js_route(rel, read_text(path) or "")
+            if entry is not None:
+                found.append(entry)
         elif rel.rsplit("/", 1)[-1] == "langgraph.json":
             found += _langgraph(root, rel, read_text(path) or "")
         elif re.fullmatch(r"(?:.*/)?\.claude/agents/[^/]+\.md", rel):
@@ -126,6 +130,60 @@ def find_entries(root: Path) -> list[Entry]:
     graphs = {(e.path, e.symbol) for e in found if e.kind == "langgraph-graph"}
     found = [e for e in found if e.kind != "script" or (e.path, None) not in graphs]
     return sorted(found, key=lambda e: (-e.rank, e.path.count("/"), e.path, e.line or 0))
+
+
+_JS_EXTS = (".ts", ".js", ".mjs", ".mts")
+_JS_ROUTE_FILE = re.compile(
+    r"(?:.*/)?(?:app|pages)/(?:.*/)?api/(?:.*/)?(?:route|[\w-]+)\.(?:ts|js|mjs|mts)"
+)
+_JS_IMPORT = re.compile(r"(?:from|require\()\s*['\"]([^'\"\n]+)['\"]")
+_JS_POST = re.compile(r"export\s+(?:async\s+function\s+POST\b|const\s+POST\s*=)")
+_JS_BODY_FIELDS = re.compile(
+    r"\{\s*([\w\s,:?<>\[\]]+?)\s*\}\s*(?::[^=]+)?=\s*await\s+\w+\.json\(\)"
+)
+
+
+def _js_route(rel: str, text: str) -> Entry | None:
+    """A Next.js route handler (``app/**/api/**/route.ts``) that posts to an LLM SDK."""
+    post = _JS_POST.search(text)
+    t = table()
+    if post is None or not any(LLM in t.npm(m[1]) for m in _JS_IMPORT.finditer(text)):
+        return None
+    parts = [p for p in PurePosixPath(rel).parts]
+    base = parts.index("app") if "app" in parts else parts.index("pages")
+    segments = [p for p in parts[base + 1 : -1] if not (p.startswith("(") and p.endswith(")"))]
+    stem = PurePosixPath(rel).stem
+    if stem != "route" and stem != "index":
+        segments.append(stem)
+    route = "/" + "/".join(segments)
+    fields = _JS_BODY_FIELDS.search(text)
+    named = re.findall(r"\b(\w+)\b\s*(?=[,:}]|$)", fields[1]) if fields else []
+    field = next((f for f in ("messages", *_PROMPT_FIELDS) if f in named), "messages")
+    streams = bool(
+        re.search(
+            r"\bstream(?:Text|Object|UI)\b|toUIMessageStreamResponse|"
+            r"toDataStreamResponse|toTextStreamResponse|ReadableStream",
+            text,
+        )
+    )
+    line = _line(text, post.start())
+    why = f"{rel}:{line} handles POST {route} (Next.js) and calls an LLM SDK"
+    why += "; it streams its answer" if streams else ""
+    return Entry(
+        "http-endpoint",
+        60,
+        rel,
+        why,
+        line,
+        "POST",
+        input=f"json-field:{field}",
+        extra={
+            "route": route,
+            "framework": "nextjs",
+            "stream": "yes" if streams else "",
+            "auth": "yes" if re.search(r"\b401\b|Unauthorized", text) else "",
+        },
+    )
 
 
 def _calls_llm(text: str) -> bool:
