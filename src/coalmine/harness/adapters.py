@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +95,14 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
     if entry.kind == "project-script":
         module = entry.extra.get("module", module)
         folder = _package_folder(root, module, entry.path)
-    if entry.kind == "langgraph-graph":
+    if entry.extra.get("runtime") == "node":
+        package = entry.extra.get("package", str(Path(entry.path).parent))
+        inside = Path(entry.path).relative_to(package).as_posix() if package != "." else entry.path
+        runner = ["npx", "tsx"] if entry.path.endswith((".ts", ".mts", ".tsx")) else ["node"]
+        folder, module = package, inside
+        values_extra = {"runner": runner}
+        body = _NODE_SCRIPT
+    elif entry.kind == "langgraph-graph":
         body = _LANGGRAPH
     elif entry.kind == "agents-sdk-agent":
         body = _AGENTS_SDK
@@ -102,7 +110,7 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
         body = _PROJECT_SCRIPT
     else:
         body = _SCRIPT
-    values = {
+    values: dict[str, object] = {
         "path": entry.path,
         "why": entry.why,
         "folder": folder,
@@ -111,14 +119,17 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
         "how": entry.input,
         "script": entry.extra.get("script", Path(entry.path).stem),
         "adapter": path,
+        "runner": ["python3"],
     }
+    if entry.extra.get("runtime") == "node":
+        values.update(values_extra)
     text = _header(values) + body.format(**{k: repr(v) for k, v in values.items()})
     line = f"{{provider: command, argv: {_python_argv(path)}}}"
     notes = (f"{path} calls it, as production does (review it).", *_PYTHON_NOTE)
     return AgentPlan(line, entry.why, entry, path, text, notes)
 
 
-def _header(values: dict[str, str]) -> str:
+def _header(values: Mapping[str, object]) -> str:
     written = f"Written by `coalmine init` because {values['why']}. Yours to edit: init never"
     written = textwrap.fill(written + " overwrites it.", width=95)
     return _HEADER.format(written=written, **values)
@@ -327,10 +338,13 @@ def main():
     prompt = sys.stdin.read()
     how = {how}
     stdin = prompt if how == "stdin" else None
-    argv = [sys.executable, *ENTRY, *arguments(how, prompt.rstrip("\\n"))]
+    argv = [*RUNNER, *ENTRY, *arguments(how, prompt.rstrip("\\n"))]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT / {folder}), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    done = subprocess.run(argv, input=stdin, text=True, cwd=ROOT, env=env)
+    try:
+        done = subprocess.run(argv, input=stdin, text=True, cwd=CWD, env=env)
+    except OSError as exc:
+        sys.exit(f"cannot run {{argv[0]}}: {{exc}}")
     sys.exit(done.returncode)
 
 
@@ -346,7 +360,24 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+CWD = ROOT
+RUNNER = [sys.executable]
 ENTRY = [str(ROOT / {path})]
+"""
+    + _RUN
+)
+
+_NODE_SCRIPT = (
+    """
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CWD = ROOT / {folder}  # the package: its node_modules and its tsconfig
+RUNNER = {runner}
+ENTRY = [{module}]
 """
     + _RUN
 )
@@ -359,6 +390,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+CWD = ROOT
+RUNNER = [sys.executable]
 # the console script {script}: its function, called with sys.argv as the installed command sees it
 ENTRY = ["-c", "import sys; from " + {module} + " import " + {symbol}
          + " as main; sys.argv[0] = " + repr({script}) + "; sys.exit(main())"]

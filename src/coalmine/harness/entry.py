@@ -102,6 +102,8 @@ def find_entries(root: Path) -> list[Entry]:
     root = root.resolve()
     found: list[Entry] = []
     sources: dict[str, str] = {}
+    js_scripts: dict[str, Entry] = {}
+    package_jsons: list[str] = []
     for rel, path in walk(root):
         if rel.endswith(".py"):
             text = read_text(path)
@@ -111,6 +113,12 @@ def find_entries(root: Path) -> list[Entry]:
             entry = _js_route(rel, read_text(path) or "")
             if entry is not None:
                 found.append(entry)
+        elif rel.endswith(_JS_EXTS + (".cjs", ".tsx")):
+            entry = _js_script(rel, read_text(path) or "")
+            if entry is not None:
+                js_scripts[rel] = entry
+        elif rel.rsplit("/", 1)[-1] == "package.json":
+            package_jsons.append(rel)
         elif rel.rsplit("/", 1)[-1] == "langgraph.json":
             found += _langgraph(root, rel, read_text(path) or "")
         elif re.fullmatch(r"(?:.*/)?\.claude/agents/[^/]+\.md", rel):
@@ -127,8 +135,11 @@ def find_entries(root: Path) -> list[Entry]:
                 found.append(entry)
         found += _http_routes(rel, text)
     found += _project_scripts(root, sources, calls_llm)
-    graphs = {(e.path, e.symbol) for e in found if e.kind == "langgraph-graph"}
-    found = [e for e in found if e.kind != "script" or (e.path, None) not in graphs]
+    found += _package_scripts(root, package_jsons, js_scripts)
+    found = _demote_run_agents(found, sources)
+    # a script that a graph, a project script or a package script already names is that entry
+    named = {e.path for e in found if e.kind in ("langgraph-graph", "project-script")}
+    found = [e for e in found if e.kind != "script" or e.path not in named]
     return sorted(found, key=lambda e: (-e.rank, e.path.count("/"), e.path, e.line or 0))
 
 
@@ -143,11 +154,103 @@ _JS_BODY_FIELDS = re.compile(
 )
 
 
+_JS_ARGV = re.compile(r"\bprocess\.argv\b")
+_JS_STDIN = re.compile(r"\bprocess\.stdin\b|\breadline\b")
+_RUNS_FILE = re.compile(
+    r"(?:^|\s)(?:tsx|node|ts-node|bun|deno\s+run(?:\s+-\S+)*)\s+(\S+\.[cm]?[jt]sx?)\b"
+)
+
+
+def _demote_run_agents(found: list[Entry], sources: dict[str, str]) -> list[Entry]:
+    """An Agents SDK agent that a script of the repository runs is best called through it.
+
+    The script passes what production passes (a ``context=``, ``max_turns``, a session), which
+    an adapter calling the agent object would leave out; the agent stays, as an alternative.
+    """
+    scripts = {e.path for e in found if e.kind in ("script", "project-script")}
+    out = []
+    for entry in found:
+        runs = (
+            [
+                p
+                for p in scripts
+                if entry.symbol and re.search(rf"Runner\.run\w*\(\s*{entry.symbol}\b", sources[p])
+            ]
+            if entry.kind == "agents-sdk-agent"
+            else []
+        )
+        if runs:
+            why = f"{entry.why}; {runs[0]} runs it, as production does, so that is the entry"
+            entry = Entry(entry.kind, 65, entry.path, why, entry.line, entry.symbol, entry.input)
+        out.append(entry)
+    return out
+
+
+def _calls_llm_js(text: str) -> bool:
+    text = re.sub(r"//[^\n]*|/\*[\s\S]*?\*/", "", text)
+    return any(LLM in table().npm(m[1]) for m in _JS_IMPORT.finditer(text))
+
+
+def _js_script(rel: str, text: str) -> Entry | None:
+    """A JavaScript/TypeScript program that calls an LLM SDK with the question from argv/stdin."""
+    if not _calls_llm_js(text):
+        return None
+    argv, stdin = _JS_ARGV.search(text), _JS_STDIN.search(text)
+    if argv is None and stdin is None:
+        return None
+    how = "argv" if argv is not None else "stdin"
+    said = "its arguments" if how == "argv" else "stdin"
+    why = f"{rel} calls an LLM SDK and runs as a program; the question goes in as {said}"
+    at = argv if argv is not None else stdin
+    line = _line(text, at.start()) if at is not None else None
+    return Entry("script", 70, rel, why, line, input=how, extra={"runtime": "node"})
+
+
+def _package_scripts(
+    root: Path, package_jsons: list[str], scripts: dict[str, Entry]
+) -> list[Entry]:
+    """``package.json`` scripts that run one of ``scripts``: what the repository's users run."""
+    out = list(scripts.values())
+    for rel in sorted(package_jsons):
+        try:
+            data = json.loads(read_text(str(root / rel)) or "null")
+        except ValueError:
+            continue
+        commands = data.get("scripts") if isinstance(data, dict) else None
+        if not isinstance(commands, dict):
+            continue
+        folder = PurePosixPath(rel).parent
+        for name, command in commands.items():
+            if not isinstance(command, str):
+                continue
+            for m in _RUNS_FILE.finditer(command):
+                target = (folder / m[1].removeprefix("./")).as_posix().removeprefix("./")
+                script = scripts.get(target)
+                if script is None:
+                    continue
+                why = (
+                    f"{rel} runs it as the script {name!r} ({command!r}); {target} calls an LLM"
+                    f" SDK and takes the question from {script.input}"
+                )
+                extra = {**script.extra, "script": str(name), "package": folder.as_posix()}
+                out.append(
+                    Entry(
+                        "project-script",
+                        80,
+                        target,
+                        why,
+                        script.line,
+                        input=script.input,
+                        extra=extra,
+                    )  # fmt: skip
+                )
+    return out
+
+
 def _js_route(rel: str, text: str) -> Entry | None:
     """A Next.js route handler (``app/**/api/**/route.ts``) that posts to an LLM SDK."""
     post = _JS_POST.search(text)
-    t = table()
-    if post is None or not any(LLM in t.npm(m[1]) for m in _JS_IMPORT.finditer(text)):
+    if post is None or not _calls_llm_js(text):
         return None
     parts = [p for p in PurePosixPath(rel).parts]
     base = parts.index("app") if "app" in parts else parts.index("pages")

@@ -8,6 +8,7 @@ escaping); other templates are copied byte for byte. The context is what
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,9 @@ def render_kit(kit: Kit, context: Mapping[str, Any]) -> list[RenderedFile]:
         keep_trailing_newline=True,
         autoescape=False,
     )
+    # JSON as written, not HTML-safe (Jinja's default turns ' into \u0027): the files are read
+    # by people as well as by coalmine, and no template lands in a page.
+    env.filters["tojson"] = lambda value: json.dumps(value, ensure_ascii=False)
     files = []
     for path in kit.files():
         template = kit.template(path)

@@ -196,7 +196,7 @@ _GO_REQUIRE = re.compile(
 _GO_EXAMPLE_DIRS = frozenset({"examples", "example", "_examples", "_example", "testdata"})
 """Folders whose Go programs are examples of a library, not the repository's own service."""
 _ENVRC_NIX = re.compile(r"^[ \t]*use[ \t]+(?:flake|nix)\b", re.M)
-_TOML_TOOL = re.compile(r"^\[tool\.(poetry|uv)[.\]]", re.M)
+_TOML_TOOL = re.compile(r"^\[tool\.(poetry|uv|pdm)[.\]]", re.M)
 _PY_REQUIREMENT = re.compile(r"^[ \t]*([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
 _TOML_REQUIREMENT = re.compile(
     r"^[ \t]*[\"']([A-Za-z0-9][A-Za-z0-9._-]*)[ \t]*(?:\[[^\]\n]*\])?[ \t]*"
@@ -204,6 +204,7 @@ _TOML_REQUIREMENT = re.compile(
     re.M,
 )
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?---[ \t]*(?:\r?\n|\Z)")
+_PYTHON_LOCKS = frozenset({"uv.lock", "poetry.lock", "Pipfile", "Pipfile.lock", "pdm.lock"})
 _CLAUDE_AGENT = re.compile(r"(?:.*/)?\.claude/agents/[^/]+\.md")
 _PACKAGE_MANAGER_FIELD = re.compile(r"^(pnpm|yarn|bun|npm)@")
 _DEP_TABLES = ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies")
@@ -269,6 +270,9 @@ class Detector:
         self._go_service: list[tuple[str, int]] = []
         self._package_jsons: list[str] = []
         self._non_npm_dirs: set[str] = set()
+        self._pyprojects: list[str] = []
+        """pyproject.toml files that name no package manager of their own (pip's, then)."""
+        self._python_lock_dirs: set[str] = set()
         """Folders holding a pnpm, yarn or bun lockfile or workspace file."""
         self._readers: dict[str, Callable[[str, str], None]] = {
             "package.json": self._package_json,
@@ -314,6 +318,8 @@ class Detector:
             self.add(_PATH_SIGNAL_KINDS[m.lastgroup], rel)
         if name in _NON_NPM_FILES:
             self._non_npm_dirs.add(posixpath.dirname(rel))
+        if name in _PYTHON_LOCKS:
+            self._python_lock_dirs.add(posixpath.dirname(rel))
         if ext == ".py":
             self._read(rel, path, self._python)
         elif ext in _JS_EXTS:
@@ -335,18 +341,22 @@ class Detector:
             for rel, line in self._go_service:
                 self.add("go-service", rel, line)
         for rel in self._package_jsons:
-            if not self._under_non_npm(posixpath.dirname(rel)):
+            if not self._under(posixpath.dirname(rel), self._non_npm_dirs):
                 self.add("package-manager:npm", rel)
+        for rel in self._pyprojects:
+            if not self._under(posixpath.dirname(rel), self._python_lock_dirs):
+                self.add("package-manager:pip", rel)
         return [
             Signal(kind=kind, evidence=evidence)
             for kind, evidence in sorted(self._evidence.items())
             if evidence
         ]
 
-    def _under_non_npm(self, folder: str) -> bool:
-        """Whether ``folder`` or a folder above it holds a pnpm, yarn or bun lock (a workspace)."""
+    @staticmethod
+    def _under(folder: str, marked: set[str]) -> bool:
+        """Whether ``folder`` or a folder above it is ``marked`` (a workspace's lock is above)."""
         while True:
-            if folder in self._non_npm_dirs:
+            if folder in marked:
                 return True
             if not folder:
                 return False
@@ -470,8 +480,11 @@ class Detector:
 
     def _pyproject(self, rel: str, text: str) -> None:
         lines = _Lines(text)
-        for m in _TOML_TOOL.finditer(text):
+        tools = list(_TOML_TOOL.finditer(text))
+        for m in tools:
             self._add_at((f"package-manager:{m[1]}",), rel, lines, m.start())
+        if not tools and re.search(r"(?m)^\[(?:project|build-system)\]", text):
+            self._pyprojects.append(rel)
         self._python_requirements(rel, _TOML_REQUIREMENT.finditer(text), lines)
 
     def _requirements(self, rel: str, text: str) -> None:

@@ -86,7 +86,9 @@ _PY_TOOL_CALL = re.compile(
     r"\b(?:Tool|StructuredTool\.from_function|FunctionTool(?:\.from_defaults)?)\([^)]*?"
     r"\bname\s*=\s*['\"]([\w.-]+)['\"]"
 )
-_TOOL_LIST = re.compile(r"(?i)\btools\s*[:=]\s*(?:list\[[^\]]*\]\s*=\s*)?\[([^\]]*)\]")
+_TOOL_LIST = re.compile(
+    r"(?i)\btools\s*(?::[^=\n]*)?=\s*\[([^\]]*)\]|['\"]tools['\"]\s*:\s*\[([^\]]*)\]"
+)
 _SCHEMA_FUNCTION = re.compile(
     r"['\"]type['\"]\s*:\s*['\"]function['\"]\s*,\s*['\"]function['\"]\s*:\s*\{\s*"
     r"['\"]name['\"]\s*:\s*['\"]([\w.-]+)['\"]"
@@ -183,7 +185,7 @@ def _declared(rel: str, text: str) -> list[Tool]:
             out.append(_tool(rel, text, m.start(), m[1]))
         defs = {d[1]: d.start() for d in re.finditer(r"(?m)^(?:async[ \t]+)?def[ \t]+(\w+)", text)}
         for m in _TOOL_LIST.finditer(text):
-            for word in re.findall(r"\b([A-Za-z_]\w*)\b", m[1]):
+            for word in re.findall(r"\b([A-Za-z_]\w*)\b", m[1] or m[2]):
                 if word in defs:
                     doc = re.search(
                         r"def[ \t]+\w+\([^)]*\)[^:]*:\s*[rbu]?(?:\"\"\"|''')\s*([^\n]*)",
@@ -227,6 +229,9 @@ def _servers(root: Path, rel: str, by_file: dict[str, list[Tool]]) -> list[McpSe
     return out
 
 
+_FOLDER_FLAGS = ("--directory", "--project", "--cwd", "--prefix", "-C")
+
+
 def _local_file(
     root: Path, config: str, spec: dict[str, object], by_file: dict[str, list[Tool]]
 ) -> str | None:
@@ -235,8 +240,14 @@ def _local_file(
     words = [spec.get("command"), *(args if isinstance(args, list) else [])]
     cwd = spec.get("cwd")
     bases = [PurePosixPath(config).parent, PurePosixPath(".")]
-    if isinstance(cwd, str):
-        bases.insert(0, PurePosixPath(cwd.replace("${workspaceFolder}", ".").lstrip("/")))
+    folders = [cwd] if isinstance(cwd, str) else []
+    for flag, value in zip(words, words[1:], strict=False):  # uv --directory, npm --prefix …
+        if flag in ("--directory", "--project", "--cwd", "--prefix", "-C") and isinstance(
+            value, str
+        ):
+            folders.append(value)
+    for folder in folders:
+        bases.insert(0, PurePosixPath(folder.replace("${workspaceFolder}", ".").lstrip("/")))
     for word in words:
         if not isinstance(word, str) or not word.endswith(_SOURCE_EXTS):
             continue
