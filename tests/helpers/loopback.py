@@ -96,7 +96,8 @@ class LoopbackServer(Generic[R, Q]):
             reply = reply or self.default(received)
             if reply.delay and self._closing.wait(reply.delay):
                 return  # shutting down: drop the connection, as a hung server would
-            data = reply.payload()
+            answer_for = getattr(reply, "payload_for", None)
+            data = answer_for(received) if answer_for is not None else reply.payload()
             extra = self.extra_headers(received)
             headers = {"Content-Type": "application/json", **extra, **reply.headers}
             handler.send_response(reply.status)

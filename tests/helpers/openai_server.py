@@ -2,7 +2,9 @@
 
 It speaks real HTTP over a real socket (no transport mocking): tests queue replies, then read
 back every request the server received, headers and JSON body included. A reply may carry
-``tool_calls`` (see ``tool_call``) and may leave out ``usage``, as Ollama does.
+``tool_calls`` (see ``tool_call``) and may leave out ``usage``, as Ollama does. A request to
+``/v1/responses`` (the Responses API, which the OpenAI Agents SDK uses) gets the same reply in
+that API's shape: ``function_call`` output items, then the message.
 """
 
 from __future__ import annotations
@@ -69,6 +71,39 @@ class Reply:
         if self.usage is not None:
             completion["usage"] = self.usage
         return json.dumps(completion).encode()
+
+    def payload_for(self, received: Received) -> bytes:
+        """The answer in the API the request used: chat completions, or the Responses API."""
+        if self.body is not None or not received.path.rstrip("/").endswith("/responses"):
+            return self.payload()
+        output: list[dict[str, Any]] = []
+        for i, call in enumerate(self.tool_calls or []):
+            function = call["function"]
+            arguments = function["arguments"]
+            output.append({
+                "type": "function_call", "id": f"fc_{i}", "call_id": call.get("id") or f"call_{i}",
+                "name": function["name"], "status": "completed",
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            })  # fmt: skip
+        if self.text is not None:
+            output.append({
+                "type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": self.text, "annotations": []}],
+            })  # fmt: skip
+        usage = self.usage or {}
+        response = {
+            "id": "resp_1", "object": "response", "created_at": 0, "model": self.model,
+            "status": "completed", "output": output, "parallel_tool_calls": True,
+            "tool_choice": "auto", "tools": [],
+            "usage": {
+                "input_tokens": usage.get("prompt_tokens", 0),
+                "output_tokens": usage.get("completion_tokens", 0),
+                "total_tokens": usage.get("total_tokens", 0),
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }  # fmt: skip
+        return json.dumps(response).encode()
 
 
 @dataclass

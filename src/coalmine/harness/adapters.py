@@ -120,6 +120,7 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
         "script": entry.extra.get("script", Path(entry.path).stem),
         "adapter": path,
         "runner": ["python3"],
+        "env": _langgraph_env(root, entry) if entry.kind == "langgraph-graph" else None,
     }
     if entry.extra.get("runtime") == "node":
         values.update(values_extra)
@@ -127,6 +128,18 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
     line = f"{{provider: command, argv: {_python_argv(path)}}}"
     notes = (f"{path} calls it, as production does (review it).", *_PYTHON_NOTE)
     return AgentPlan(line, entry.why, entry, path, text, notes)
+
+
+def _langgraph_env(root: Path, entry: Entry) -> object:
+    """langgraph.json's ``env`` (a file, relative to the root, or a mapping), or ``None``."""
+    config = entry.extra.get("config", "langgraph.json")
+    try:
+        env = json.loads((root / config).read_text(encoding="utf-8")).get("env")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(env, str):
+        return (Path(config).parent / env).as_posix()
+    return env if isinstance(env, dict) else None
 
 
 def _header(values: Mapping[str, object]) -> str:
@@ -248,6 +261,8 @@ os.chdir(ROOT)
 
 _LANGGRAPH = (
     _IMPORT
+    + """ENV = {env}
+"""
     + _TRAJECTORY
     + '''
 def text_of(content):
@@ -274,12 +289,39 @@ def first_input(graph, prompt):
     return {{next(iter(fields)): prompt}}
 
 
+def load_env(env):
+    """langgraph.json's "env" (a file or a mapping), as `langgraph dev` reads it; yours wins."""
+    if isinstance(env, dict):
+        for key, value in env.items():
+            os.environ.setdefault(key, str(value))
+    elif isinstance(env, str) and (ROOT / env).is_file():
+        for line in (ROOT / env).read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.strip().removeprefix("export ").partition("=")
+            if sep and key and not key.startswith("#"):
+                os.environ.setdefault(key.strip(), value.strip().strip(chr(34) + chr(39)))
+
+
+def default_context(graph):
+    """The graph's context, built from its context_schema's defaults as the server does."""
+    schema = getattr(graph, "context_schema", None)
+    schema = schema or getattr(getattr(graph, "builder", None), "context_schema", None)
+    if schema is None:
+        return None
+    try:
+        return schema()
+    except TypeError:  # a field without a default: the graph must be given one
+        return None
+
+
 def main():
     prompt = sys.stdin.read()
+    load_env(ENV)
     graph = getattr(importlib.import_module({module}), {symbol})
     if not hasattr(graph, "ainvoke") and callable(graph):
         graph = graph()  # a function that builds the graph
-    state = asyncio.run(graph.ainvoke(first_input(graph, prompt)))
+    context = default_context(graph)
+    extra = {{"context": context}} if context is not None else {{}}
+    state = asyncio.run(graph.ainvoke(first_input(graph, prompt), **extra))
     messages = state.get("messages", []) if isinstance(state, dict) else []
     for message in messages:
         for call in getattr(message, "tool_calls", None) or []:

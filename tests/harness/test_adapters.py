@@ -1,0 +1,256 @@
+"""The adapters ``init`` writes, run for real: each calls the repository's own entry.
+
+The agents' SDKs (LangGraph with LangChain's OpenAI model, the OpenAI Agents SDK, the OpenAI
+client) are installed in the dev environment and take their base URL from ``OPENAI_BASE_URL``:
+every model call goes to the loopback OpenAI-compatible server, which answers in the API the
+SDK speaks (chat completions, or the Responses API). ``python3`` on PATH is this interpreter,
+as it is in a developer's activated environment. A Next.js route is stood in for by a loopback
+server that streams the AI SDK's UI message stream, as the route does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coalmine.harness.adapters import plan_agent
+from coalmine.harness.entry import Entry, find_entries
+from tests.harness.test_repos import copy
+from tests.helpers.cli import run_main
+from tests.helpers.openai_server import FakeOpenAI, Reply, tool_call
+
+pytestmark = pytest.mark.slow  # real SDKs imported in real subprocesses
+
+
+@pytest.fixture
+def python_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """An environment whose ``python3`` is this interpreter (the project's, activated)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "python3"  # a script, not a link: a venv's python finds its site beside it
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    shim.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    monkeypatch.setenv("PATH", path)
+    return {**os.environ, "PATH": path}
+
+
+def run_adapter(
+    root: Path, adapter: str, prompt: str, env: dict[str, str], tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """Run ``adapter`` as the command provider does: prompt on stdin, a trajectory file."""
+    trajectory = tmp_path / "trajectory.jsonl"
+    trajectory.write_text("")
+    done = subprocess.run(
+        ["python3", adapter],
+        input=prompt,
+        text=True,
+        capture_output=True,
+        cwd=root,
+        env={**env, "COALMINE_TRAJECTORY": str(trajectory)},
+        timeout=120,
+        check=False,
+    )
+    calls = [json.loads(line) for line in trajectory.read_text().splitlines()]
+    return done, calls
+
+
+def adopted(name: str, tmp_path: Path) -> Path:
+    root = copy(name, tmp_path)
+    code, out = run_main("init", "--apply", "--no-diff", "--root", str(root))
+    assert code == 0 and "coalmine.yaml loads" in out, out
+    return root
+
+
+def test_the_langgraph_adapter_runs_the_graph_langgraph_json_names(
+    tmp_path: Path, openai_server: FakeOpenAI, python_on_path: dict[str, str]
+) -> None:
+    root = adopted("langgraph-agent", tmp_path)
+    config = (root / "coalmine.yaml").read_text()
+    assert 'argv: ["python3", "harness/adapters/graph.py"]' in config
+    openai_server.enqueue(
+        Reply(text=None, tool_calls=[tool_call("get_current_time", {})]), "It is noon UTC."
+    )
+    env = {**python_on_path, "OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-t"}
+    done, calls = run_adapter(root, "harness/adapters/graph.py", "What time is it?", env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "It is noon UTC."
+    assert calls == [
+        {"type": "tool_call", "name": "get_current_time", "arguments": {}, "id": "call_1"}
+    ]
+    first, second = openai_server.requests
+    assert first.path == "/v1/chat/completions" and first.body["model"] == "gpt-4o-mini"
+    assert first.body["messages"][-1] == {"role": "user", "content": "What time is it?"}
+    assert {t["function"]["name"] for t in first.body["tools"]} == {
+        "search", "fetch_page", "get_current_time"
+    }  # fmt: skip
+    assert second.body["messages"][-1]["role"] == "tool"  # the graph ran the tool, then asked
+
+
+def test_a_suite_runs_through_the_config_init_wrote(
+    tmp_path: Path,
+    openai_server: FakeOpenAI,
+    python_on_path: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = adopted("langgraph-agent", tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    openai_server.enqueue(
+        "This repository is a LangGraph ReAct agent. Its graph lives in src/react_agent/graph.py,"
+        " which langgraph.json names as the entry point, and it answers with web search tools."
+    )
+    code, out = run_main(
+        "eval", "run", "trajectory-goal-success", "--filter", "explain-repository",
+        "--root", str(root), "--display", "plain", "--no-judge",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "1 passed" in out or "PASS" in out, out
+    assert len(openai_server.requests) == 1, out
+
+
+def test_the_project_script_adapter_runs_the_console_command(
+    tmp_path: Path, openai_server: FakeOpenAI, python_on_path: dict[str, str]
+) -> None:
+    root = adopted("openai-agents-app", tmp_path)
+    assert 'argv: ["python3", "harness/adapters/cli.py"]' in (root / "coalmine.yaml").read_text()
+    openai_server.enqueue("Order A1002 shipped yesterday.")
+    env = {
+        **python_on_path,
+        "OPENAI_BASE_URL": openai_server.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",  # traces would go to the vendor's service
+    }
+    done, _ = run_adapter(root, "harness/adapters/cli.py", "Where is order A1002?", env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Order A1002 shipped yesterday."
+    [request] = openai_server.requests
+    assert request.path == "/v1/responses"  # the Agents SDK's own API, as in production
+    assert request.body["input"] == [{"content": "Where is order A1002?", "role": "user"}]
+    assert "Triage" in request.body["instructions"] or request.body["instructions"]
+
+
+def test_a_script_adapter_hands_the_question_over_as_argv(
+    tmp_path: Path, openai_server: FakeOpenAI, python_on_path: dict[str, str]
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "ask.py").write_text(
+        "import argparse\nfrom openai import OpenAI\n\n"
+        "def main():\n"
+        "    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('question')\n"
+        "    question = parser.parse_args().question\n"
+        "    reply = OpenAI().chat.completions.create(\n"
+        "        model='gpt-4o-mini', messages=[{'role': 'user', 'content': question}])\n"
+        "    print(reply.choices[0].message.content)\n\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    [entry] = find_entries(root)
+    assert (entry.kind, entry.input) == ("script", "argv")
+    plan = plan_agent(root, [entry])
+    assert plan.adapter_path is not None and plan.adapter_text is not None
+    (root / plan.adapter_path).parent.mkdir(parents=True)
+    (root / plan.adapter_path).write_text(plan.adapter_text)
+    openai_server.enqueue("Paris.")
+    env = {**python_on_path, "OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-t"}
+    done, _ = run_adapter(root, plan.adapter_path, "Capital of France?\n", env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Paris."
+    assert openai_server.requests[0].body["messages"] == [
+        {"role": "user", "content": "Capital of France?"}
+    ]
+
+
+class _ChatRoute(BaseHTTPRequestHandler):
+    """Answers POST /api/chat with an AI SDK UI message stream, as a Next.js route does."""
+
+    bodies: list[Any] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        length = int(self.headers.get("Content-Length", "0"))
+        _ChatRoute.bodies.append(
+            (self.path, self.headers.get("Cookie"), json.loads(self.rfile.read(length)))
+        )
+        events = [
+            {"type": "start"},
+            {"type": "tool-input-available", "toolCallId": "t1", "toolName": "getTeamPlan",
+             "input": {}},
+            {"type": "text-delta", "id": "x", "delta": "Your team is on "},
+            {"type": "text-delta", "id": "x", "delta": "the Pro plan."},
+            {"type": "finish"},
+        ]  # fmt: skip
+        data = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def chat_route() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatRoute)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _ChatRoute.bodies = []
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/api/chat"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_route_adapter_posts_as_the_chat_ui_and_reads_the_stream(
+    tmp_path: Path, chat_route: str, python_on_path: dict[str, str]
+) -> None:
+    root = adopted("nextjs-saas", tmp_path)
+    config = (root / "coalmine.yaml").read_text()
+    assert 'argv: ["python3", "harness/adapters/api_chat.py"]' in config
+    assert "COALMINE_AGENT_COOKIE" in config  # the route answers 401 without a session
+    env = {**python_on_path, "COALMINE_AGENT_URL": chat_route, "COALMINE_AGENT_COOKIE": "s=1"}
+    done, calls = run_adapter(root, "harness/adapters/api_chat.py", "Which plan?", env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Your team is on the Pro plan."
+    assert calls == [{"type": "tool_call", "name": "getTeamPlan", "arguments": {}, "id": "t1"}]
+    [(path, cookie, body)] = _ChatRoute.bodies
+    assert path == "/api/chat" and cookie == "s=1"
+    [message] = body["messages"]
+    assert message["role"] == "user" and message["parts"] == [
+        {"type": "text", "text": "Which plan?"}
+    ]
+
+
+def test_an_unreachable_route_is_a_clear_error(
+    tmp_path: Path, python_on_path: dict[str, str]
+) -> None:
+    root = adopted("nextjs-saas", tmp_path)
+    env = {**python_on_path, "COALMINE_AGENT_URL": "http://127.0.0.1:9/api/chat"}
+    done, _ = run_adapter(root, "harness/adapters/api_chat.py", "hi", env, tmp_path)
+    assert done.returncode == 1
+    assert "cannot reach http://127.0.0.1:9/api/chat" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_entries_are_found_without_the_sdks(tmp_path: Path) -> None:
+    """The entry finder reads files only: a repository whose SDK is not installed is fine."""
+    entries: list[Entry] = find_entries(copy("claude-agent-monorepo", tmp_path))
+    assert entries[0].kind == "project-script" and entries[0].extra["runtime"] == "node"
+    plan = plan_agent(tmp_path / "claude-agent-monorepo", entries)
+    assert plan.adapter_text is not None
+    assert "RUNNER = ['npx', 'tsx']" in plan.adapter_text
+    assert "CWD = ROOT / 'demos/research-agent'" in plan.adapter_text
+    assert shutil.which("python3")
