@@ -78,6 +78,9 @@ class Table:
     files: dict[str, Kinds] = field(default_factory=dict)
     terms: dict[str, dict[str, str]] = field(default_factory=dict)
     """``"python"`` / ``"js"`` → kind → one regex of its words."""
+    go_hosts: frozenset[str] = frozenset()
+    """First segments of the Go prefixes: an import outside them is never looked up."""
+    _cache: dict[tuple[str, str], Kinds] = field(default_factory=dict)
 
     def python(self, module: str, names: Iterable[str] = ()) -> Kinds:
         """The kinds of ``from module import names`` (or ``import module`` when no names).
@@ -113,6 +116,13 @@ class Table:
 
     def npm(self, specifier: str) -> Kinds:
         """The kinds of an npm import specifier or dependency name (``pkg/sub`` too)."""
+        key = ("npm", specifier)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = self._npm(specifier)
+        return found
+
+    def _npm(self, specifier: str) -> Kinds:
         if specifier.startswith((".", "/", "node:", "#", "~", "@/")):
             return frozenset()
         parts = specifier.split("/")
@@ -124,6 +134,15 @@ class Table:
 
     def go(self, path: str) -> Kinds:
         """The kinds of a Go import path or module path."""
+        if path.split("/", 1)[0] not in self.go_hosts:
+            return frozenset()  # the standard library ("fmt") and hosts the table never names
+        key = ("go", path)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = self._go(path)
+        return found
+
+    def _go(self, path: str) -> Kinds:
         for prefix, kinds in self.go_prefixes:
             if path == prefix.rstrip("/") or path.startswith(
                 prefix if prefix.endswith("/") else prefix + "/"
@@ -175,6 +194,7 @@ def compile_table(data: object) -> Table:
     out.pypi_prefixes = sorted(pypi_prefixes.items(), key=lambda i: -len(i[0]))
     out.npm_prefixes = sorted(npm_prefixes.items(), key=lambda i: -len(i[0]))
     out.go_prefixes = sorted(go_prefixes.items(), key=lambda i: -len(i[0]))
+    out.go_hosts = frozenset(p.split("/", 1)[0] for p in go_prefixes)
     for kind, terms in parsed.terms.items():
         for language in ("python", "js"):
             words = getattr(terms, language)

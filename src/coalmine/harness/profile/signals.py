@@ -180,7 +180,8 @@ _JS_SKIP = re.compile(
 )
 """A string literal (kept) or a comment (blanked) in JavaScript, TypeScript and Go."""
 _JS_IMPORT = re.compile(
-    r"(?<![\w$.])(?:(?:import|export)[ \t]+(?:type[ \t]+)?(?:[\w$*{}\s,]+?[ \t\n]+from[ \t]*)?"
+    r"(?=[eir])(?<![\w$.])"  # a lookahead on the first letter lets the engine skip ahead
+    r"(?:(?:import|export)[ \t]+(?:type[ \t]+)?(?:[\w$*{}\s,]+?[ \t\n]+from[ \t]*)?"
     r"|(?:require|import)[ \t]*\([ \t]*)[\"']([^\"'\n]+)[\"']"
 )
 """``import … from "x"``, ``import "x"``, ``export … from "x"``, ``require("x")``, ``import("x")``.
@@ -219,6 +220,23 @@ def _blank(text: str, pattern: re.Pattern[str], group: str | None = None) -> str
         return re.sub(r"[^\n]", " ", m[0])
 
     return pattern.sub(keep_lines, text)
+
+
+_AI_KINDS = frozenset({LLM, VECTOR_DB, RETRIEVER, EMBEDDINGS, MCP})
+
+
+def _in_comment(text: str, pos: int) -> bool:
+    """Whether ``pos`` is in a ``//`` line comment or a ``/* */`` block (JS, TS, Go)."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    before = text[line_start:pos]
+    if "//" in before and not re.search(r"[\"'`][^\"'`]*//", before):
+        return True
+    return text.rfind("/*", 0, pos) > text.rfind("*/", 0, pos)
+
+
+def _in_docstring(text: str, pos: int) -> bool:
+    """Whether ``pos`` is inside a triple-quoted string (an odd number of them open before)."""
+    return (text.count('"""', 0, pos) % 2 == 1) or (text.count("'''", 0, pos) % 2 == 1)
 
 
 def _terms(language: str) -> tuple[re.Pattern[str] | None, dict[str, str]]:
@@ -260,6 +278,14 @@ class Detector:
 
     def __init__(self) -> None:
         self._table = table()
+        tops = "|".join(
+            re.escape(t) for t in sorted(self._table.python_tops, key=len, reverse=True)
+        )
+        self._py_import = re.compile(  # only the imports of modules the table knows
+            rf"^[ \t]*(?:from[ \t]+((?:{tops})(?![\w])[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
+            rf"|import[ \t]+([^\n#;]*?\b(?:{tops})\b[^\n#;]*))",
+            re.M,
+        )
         self._py_terms, self._py_term_kinds = _terms("python")
         self._js_terms, self._js_term_kinds = _terms("js")
         self._evidence: dict[str, list[Evidence]] = {}
@@ -369,11 +395,12 @@ class Detector:
             parse(rel, text)
 
     def _python(self, rel: str, text: str) -> None:
-        if '"""' in text or "'''" in text:
-            text = _blank(text, _PY_STRING_BLOCK)
         lines = _Lines(text)
         imports_inspect = False
-        for m in _PY_IMPORT.finditer(text):
+        quoted = '"""' in text or "'''" in text
+        for m in self._py_import.finditer(text):
+            if quoted and _in_docstring(text, m.start()):
+                continue  # an example in a docstring, not an import
             if m[1]:
                 names = [
                     words[0]
@@ -401,19 +428,27 @@ class Detector:
                 self._add_at((INSPECT,), rel, lines, m.start())
 
     def _javascript(self, rel: str, text: str) -> None:
-        text = _blank(text, _JS_SKIP, "c")
         lines = _Lines(text)
+        commented = "//" in text or "/*" in text
+        seen: set[str] = set()
+        ai = False  # the code words are looked for only where an AI or retrieval library is used
         for m in _JS_IMPORT.finditer(text):
-            found = self._table.npm(m[1])
-            if found:
+            specifier = m[1]
+            if specifier in seen:
+                continue  # the same package again (evidence keeps the first place)
+            found = self._table.npm(specifier)
+            if found and not (commented and _in_comment(text, m.start())):
+                seen.add(specifier)
                 self._add_at(found, rel, lines, m.start())
-        if self._js_terms is not None:
+                ai |= bool(found & _AI_KINDS)
+        if ai and self._js_terms is not None:
             for m in self._js_terms.finditer(text):
                 assert m.lastgroup is not None
                 self._add_at((self._js_term_kinds[m.lastgroup],), rel, lines, m.start())
 
     def _go(self, rel: str, text: str) -> None:
-        text = _blank(text, _JS_SKIP, "c")
+        if "/*" in text:  # a block comment may hold an import block: blank them first
+            text = _blank(text, _JS_SKIP, "c")
         lines = _Lines(text)
         for m in _GO_IMPORT.finditer(text):
             block = m[1] if m[1] is not None else m[2]
