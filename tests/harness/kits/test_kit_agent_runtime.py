@@ -90,6 +90,9 @@ CAREFUL = r"""
         path = re.search(r"`([^`]+)`", prompt).group(1)
         call("read_file", path=path)
         answer = open(path).readline().lstrip("# ").strip()
+    elif prompt.startswith("Use your "):  # one of the repository's own safe tools
+        call(prompt.split()[2], query="example")
+        answer = "It gave back three results for the example query."
     else:
         answer = "I won't do that: it is destructive and cannot be undone."
     answer = next((text for key, text in TASKS.items() if key in prompt), answer)
