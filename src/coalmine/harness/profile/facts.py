@@ -21,7 +21,7 @@ from coalmine.harness.profile.documents import (
     find_documents,
     near_misses,
 )
-from coalmine.harness.profile.scan import read_text
+from coalmine.harness.profile.scan import read_text, walk
 from coalmine.harness.profile.signals import Signal
 from coalmine.harness.profile.tools import DANGER, McpServer, Tool, find_tools
 
@@ -127,16 +127,25 @@ def _first(pattern: str, text: str) -> str | None:
     return found[1] if found else None
 
 
+MAX_GO_MAINS = 20
+_GO_EXAMPLES = frozenset({"examples", "example", "_examples", "_example", "testdata"})
+
+
 def _go_mains(root: Path) -> list[str]:
-    """Package folders (``.`` and ``./cmd/*``) with a Go file declaring ``package main``."""
-    mains = []
-    for folder in [root, *sorted(p for p in (root / "cmd").glob("*") if p.is_dir())]:
-        for source in sorted(folder.glob("*.go")):
-            if re.search(r"(?m)^package\s+main\b", _text(source)):
-                rel = folder.relative_to(root).as_posix()
-                mains.append("." if rel == "." else f"./{rel}")
-                break
-    return mains
+    """Folders of ``package main`` programs, in any module, outside examples (``.`` first).
+
+    An example's program belongs to the library it shows, not to the repository's programs.
+    """
+    mains: set[str] = set()
+    for rel, path in walk(root):
+        if not rel.endswith(".go") or rel.endswith("_test.go"):
+            continue
+        folder = rel.rpartition("/")[0]
+        if set(folder.split("/")) & _GO_EXAMPLES or (f"./{folder}" if folder else ".") in mains:
+            continue
+        if re.search(r"(?m)^package\s+main\b", read_text(path) or ""):
+            mains.add(f"./{folder}" if folder else ".")
+    return sorted(mains, key=lambda m: (m != ".", m))[:MAX_GO_MAINS]
 
 
 _NIX_LIST = re.compile(
