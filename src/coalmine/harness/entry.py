@@ -340,7 +340,10 @@ def _langgraph(root: Path, rel: str, text: str) -> list[Entry]:
 
 
 def _agents_sdk(rel: str, text: str) -> list[Entry]:
-    if not re.search(r"(?m)^\s*from\s+agents\s+import\b[^\n]*\bAgent\b|\(\s*[^)]*\bAgent\b", text):
+    imports_agent = any(
+        m[1] == "agents" and re.search(r"\bAgent\b", m[2]) for m in _PY_IMPORT.finditer(text)
+    )
+    if not imports_agent:  # the SDK's Agent, not a class of the repository's own
         return []
     agents = {m[1]: m.start() for m in _AGENT_ASSIGN.finditer(text)}
     if not agents:

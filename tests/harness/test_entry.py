@@ -1,0 +1,186 @@
+"""How init finds the agent's entry, and what it writes for each kind (small repositories)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from coalmine.harness.adapters import plan_agent
+from coalmine.harness.entry import find_entries
+from coalmine.harness.init import config_problem, plan_init
+from tests.helpers.cli import run_main
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+def test_an_agent_file_without_front_matter_is_no_entry_and_init_says_stand_in(
+    tmp_path: Path,
+) -> None:
+    root = write(
+        tmp_path,
+        {
+            ".claude/agents/notes.md": "Just notes on how we prompt.\n",
+            "app.py": "import anthropic\n",  # an SDK, but nothing that runs
+        },
+    )
+    assert find_entries(root) == []
+    code, out = run_main("init", "--apply", "--no-diff", "--root", str(root))
+    assert code == 0, out
+    assert "agent app: STAND-IN (nothing showed how the agent runs)" in out
+    assert "    app: {provider: command" in out  # the one line to change, on the console
+    assert "coalmine.yaml loads; its agent is a STAND-IN" in out
+    assert config_problem(root, (root / "coalmine.yaml").read_text()) is None
+
+
+def test_an_agent_file_with_front_matter_is_called_with_its_model(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            ".claude/agents/reviewer.md": """
+                ---
+                name: reviewer
+                description: Reviews pull requests.
+                model: sonnet
+                ---
+                You review pull requests.
+            """,
+        },
+    )
+    [entry] = find_entries(root)
+    assert (entry.kind, entry.input) == ("agent-definition", "system-prompt")
+    plan = plan_agent(root, [entry])
+    assert plan.line == (
+        '{provider: anthropic, agent_file: ".claude/agents/reviewer.md", model: claude-sonnet-4-5,'
+        " api_key_env: ANTHROPIC_API_KEY}"
+    )
+    change = next(c for c in plan_init(root).changes if c.path == "coalmine.yaml")
+    assert change.after is not None and config_problem(root, change.after) is None
+
+
+def test_a_vector_store_loader_is_not_the_agent_but_the_query_script_is(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "create_database.py": """
+                from langchain_community.document_loaders import DirectoryLoader
+                from langchain_community.vectorstores import Chroma
+                from langchain_openai import OpenAIEmbeddings
+
+                if __name__ == "__main__":
+                    Chroma.from_documents(DirectoryLoader("data").load(), OpenAIEmbeddings())
+            """,
+            "query_data.py": """
+                import argparse
+                from langchain_openai import ChatOpenAI
+
+                def main():
+                    parser = argparse.ArgumentParser()
+                    parser.add_argument("query_text", type=str)
+                    print(ChatOpenAI().invoke(parser.parse_args().query_text).content)
+
+                if __name__ == "__main__":
+                    main()
+            """,
+        },
+    )
+    [entry] = find_entries(root)
+    assert (entry.kind, entry.path, entry.input) == ("script", "query_data.py", "argv")
+    assert "the question goes in as its first argument" in entry.why
+
+
+def test_a_class_named_agent_is_not_the_agents_sdk(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "bot.py": """
+                import openai
+
+                class Agent:
+                    pass
+
+                helper = Agent()
+            """,
+            "sdk.py": """
+                from agents import Agent, Runner, function_tool
+
+                @function_tool
+                def refund_order(order_id: str) -> str:
+                    return "refunded"
+
+                support = Agent(name="Support", tools=[refund_order])
+            """,
+        },
+    )
+    [entry] = find_entries(root)
+    assert (entry.kind, entry.path, entry.symbol) == ("agents-sdk-agent", "sdk.py", "support")
+    plan = plan_agent(root, [entry])
+    assert plan.adapter_text is not None and "Runner.run_sync(agent, prompt)" in plan.adapter_text
+    assert "getattr(importlib.import_module('sdk'), 'support')" in plan.adapter_text
+
+
+def test_a_fastapi_route_is_posted_to_with_its_models_field(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "api.py": """
+                from fastapi import FastAPI
+                from openai import OpenAI
+                from pydantic import BaseModel
+
+                app = FastAPI()
+
+                class Ask(BaseModel):
+                    question: str
+                    user_id: str | None = None
+
+                @app.post("/ask")
+                def ask(body: Ask):
+                    answer = OpenAI().responses.create(model="gpt-4o-mini", input=body.question)
+                    return {"answer": answer.output_text}
+            """,
+        },
+    )
+    [entry] = find_entries(root)
+    assert (entry.kind, entry.input, entry.extra["route"]) == (
+        "http-endpoint", "json-field:question", "/ask"
+    )  # fmt: skip
+    plan = plan_agent(root, [entry])
+    assert plan.line == (
+        '{provider: http, url: "http://127.0.0.1:8000/ask", body: {question: "{{prompt}}"},'
+        " response_path: answer}"
+    )
+    change = next(c for c in plan_init(root).changes if c.path == "coalmine.yaml")
+    assert change.after is not None and config_problem(root, change.after) is None
+
+
+def test_the_most_specific_entry_wins_and_the_others_are_listed(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "langgraph.json": '{"graphs": {"agent": "./agent/graph.py:graph"}}\n',
+            "agent/__init__.py": "",
+            "agent/graph.py": "from langgraph.graph import StateGraph\ngraph = None\n",
+            "chat.py": """
+                import sys
+                import openai
+
+                if __name__ == "__main__":
+                    print(sys.stdin.read())
+            """,
+        },
+    )
+    entries = find_entries(root)
+    assert [(e.kind, e.path) for e in entries] == [
+        ("langgraph-graph", "agent/graph.py"),
+        ("script", "chat.py"),
+    ]
+    config = next(c for c in plan_init(root).changes if c.path == "coalmine.yaml").after
+    assert config is not None
+    assert "# Chosen because langgraph.json names the graph 'agent'" in config
+    assert "#   script chat.py:4: chat.py calls an LLM SDK" in config
