@@ -77,12 +77,12 @@ def test_the_langgraph_adapter_runs_the_graph_langgraph_json_names(
 ) -> None:
     root = adopted("langgraph-agent", tmp_path)
     config = (root / "coalmine.yaml").read_text()
-    assert 'argv: ["python3", "harness/adapters/graph.py"]' in config
+    assert 'argv: ["python3", "harness/adapters/agent.py"]' in config
     openai_server.enqueue(
         Reply(text=None, tool_calls=[tool_call("get_current_time", {})]), "It is noon UTC."
     )
     env = {**python_on_path, "OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-t"}
-    done, calls = run_adapter(root, "harness/adapters/graph.py", "What time is it?", env, tmp_path)
+    done, calls = run_adapter(root, "harness/adapters/agent.py", "What time is it?", env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "It is noon UTC."
     assert calls == [
@@ -123,7 +123,7 @@ def test_the_project_script_adapter_runs_the_console_command(
     tmp_path: Path, openai_server: FakeOpenAI, python_on_path: dict[str, str]
 ) -> None:
     root = adopted("openai-agents-app", tmp_path)
-    assert 'argv: ["python3", "harness/adapters/cli.py"]' in (root / "coalmine.yaml").read_text()
+    assert 'argv: ["python3", "harness/adapters/agent.py"]' in (root / "coalmine.yaml").read_text()
     openai_server.enqueue("Order A1002 shipped yesterday.")
     env = {
         **python_on_path,
@@ -131,7 +131,7 @@ def test_the_project_script_adapter_runs_the_console_command(
         "OPENAI_API_KEY": "sk-test",
         "OPENAI_AGENTS_DISABLE_TRACING": "1",  # traces would go to the vendor's service
     }
-    done, _ = run_adapter(root, "harness/adapters/cli.py", "Where is order A1002?", env, tmp_path)
+    done, _ = run_adapter(root, "harness/adapters/agent.py", "Where is order A1002?", env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Order A1002 shipped yesterday."
     [request] = openai_server.requests
@@ -219,10 +219,10 @@ def test_the_route_adapter_posts_as_the_chat_ui_and_reads_the_stream(
 ) -> None:
     root = adopted("nextjs-saas", tmp_path)
     config = (root / "coalmine.yaml").read_text()
-    assert 'argv: ["python3", "harness/adapters/api_chat.py"]' in config
+    assert 'argv: ["python3", "harness/adapters/agent.py"]' in config
     assert "COALMINE_AGENT_COOKIE" in config  # the route answers 401 without a session
     env = {**python_on_path, "COALMINE_AGENT_URL": chat_route, "COALMINE_AGENT_COOKIE": "s=1"}
-    done, calls = run_adapter(root, "harness/adapters/api_chat.py", "Which plan?", env, tmp_path)
+    done, calls = run_adapter(root, "harness/adapters/agent.py", "Which plan?", env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Your team is on the Pro plan."
     assert calls == [{"type": "tool_call", "name": "getTeamPlan", "arguments": {}, "id": "t1"}]
@@ -239,7 +239,7 @@ def test_an_unreachable_route_is_a_clear_error(
 ) -> None:
     root = adopted("nextjs-saas", tmp_path)
     env = {**python_on_path, "COALMINE_AGENT_URL": "http://127.0.0.1:9/api/chat"}
-    done, _ = run_adapter(root, "harness/adapters/api_chat.py", "hi", env, tmp_path)
+    done, _ = run_adapter(root, "harness/adapters/agent.py", "hi", env, tmp_path)
     assert done.returncode == 1
     assert "cannot reach http://127.0.0.1:9/api/chat" in done.stderr
     assert "Traceback" not in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -184,3 +185,35 @@ def test_the_most_specific_entry_wins_and_the_others_are_listed(tmp_path: Path) 
     assert config is not None
     assert "# Chosen because langgraph.json names the graph 'agent'" in config
     assert "#   script chat.py:4: chat.py calls an LLM SDK" in config
+
+
+GRAPH_REPO = {
+    "langgraph.json": '{"graphs": {"agent": "./agent/graph.py:graph"}}\n',
+    "agent/__init__.py": "",
+    "agent/graph.py": "from langgraph.graph import StateGraph\ngraph = None\n",
+}
+
+
+def test_the_adapter_is_owned_by_the_agent_runtime_kit(tmp_path: Path) -> None:
+    root = write(tmp_path / "repo", GRAPH_REPO)
+    code, out = run_main("init", "--apply", "--no-diff", "--root", str(root))
+    assert code == 0, out
+    assert "create    harness/adapters/agent.py  (agent-runtime)" in out
+    manifest = json.loads((root / "harness/manifest.json").read_text())
+    [kit] = manifest["kits"]
+    assert "harness/adapters/agent.py" in {f["path"] for f in kit["files"]}
+    adapter = (root / "harness/adapters/agent.py").read_text()
+    assert adapter.startswith("#!/usr/bin/env python3\n") and "Owned by coalmine kit" in adapter
+    assert 'argv: ["python3", "harness/adapters/agent.py"]' in (root / "coalmine.yaml").read_text()
+    (root / "harness/adapters/agent.py").write_text(adapter + "# mine\n")
+    status = run_main("kits", "status", "--root", str(root))[1]
+    assert "harness/adapters/agent.py" in status and "edited" in status
+
+
+def test_without_the_agent_runtime_kit_init_writes_the_adapter_itself(tmp_path: Path) -> None:
+    root = write(tmp_path / "repo", GRAPH_REPO)
+    plan = plan_init(root, kits=["rag-system"])
+    [adapter] = [c for c in plan.changes if c.path == "harness/adapters/agent.py"]
+    assert adapter.kit == "" and adapter.action == "create"
+    assert adapter.after is not None and "Written by `coalmine init`" in adapter.after
+    assert "Owned by coalmine kit" not in adapter.after

@@ -46,6 +46,7 @@ EMPTY_FACTS: dict[str, Any] = {
     "tools": [],
     "dangerous_tools": {"destroy": [], "pay": [], "send": [], "execute": [], "change": []},
     "agent_files": [],
+    "agent_adapter": "",
     "node_package_manager": None,
     "dev_command": None,
 }

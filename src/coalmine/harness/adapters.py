@@ -4,8 +4,10 @@ An adapter is a small Python script in ``harness/adapters/``, run by coalmine's 
 provider with the prompt on stdin, that calls the entry the way production does and prints the
 answer. Where the entry is an SDK object (a LangGraph graph, an OpenAI Agents SDK agent) it also
 appends every tool call the agent made to ``$COALMINE_TRAJECTORY``, so ``forbidden-tools`` and the
-tool-call graders see the real trajectory. It is written once by ``init`` beside
-``coalmine.yaml``, reviewable and yours to edit; ``init`` never overwrites it.
+tool-call graders see the real trajectory. It is the agent-runtime kit's
+``harness/adapters/agent.py`` (reviewable, yours to edit; ``kits update`` merges the kit's new
+text with your edits), or written by ``init`` beside ``coalmine.yaml`` when that kit is not
+adopted.
 
 Entries that need no adapter: an HTTP endpoint (the ``http`` provider posts to it) and an agent
 definition file (the ``openai`` or ``anthropic`` provider sends its body as the system prompt).
@@ -16,7 +18,6 @@ line to change.
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,9 +25,12 @@ from pathlib import Path
 
 from coalmine.harness.entry import Entry, module_of
 
-__all__ = ["ADAPTERS_DIR", "AgentPlan", "plan_agent"]
+__all__ = ["ADAPTERS_DIR", "ADAPTER_PATH", "AgentPlan", "plan_agent"]
 
 ADAPTERS_DIR = "harness/adapters"
+ADAPTER_PATH = f"{ADAPTERS_DIR}/agent.py"
+"""The adapter's one path: the agent-runtime kit owns it, so the entry may change kind later
+(``kits update`` re-renders it) while coalmine.yaml's line stays the same."""
 STAND_IN = (
     '{provider: command, argv: ["sh", "-c", "echo \'coalmine: point the agent in'
     " coalmine.yaml at your agent' >&2; exit 2\"]}"
@@ -89,8 +93,7 @@ def _python_argv(adapter: str) -> str:
 
 
 def _adapter(root: Path, entry: Entry) -> AgentPlan:
-    stem = re.sub(r"\W+", "_", Path(entry.path).stem).strip("_") or "agent"
-    path = f"{ADAPTERS_DIR}/{stem}.py"
+    path = ADAPTER_PATH
     folder, module = module_of(root, entry.path)
     if entry.kind == "project-script":
         module = entry.extra.get("module", module)
@@ -143,8 +146,7 @@ def _langgraph_env(root: Path, entry: Entry) -> object:
 
 
 def _header(values: Mapping[str, object]) -> str:
-    written = f"Written by `coalmine init` because {values['why']}. Yours to edit: init never"
-    written = textwrap.fill(written + " overwrites it.", width=95)
+    written = textwrap.fill(f"Chosen by `coalmine init` because {values['why']}.", width=95)
     return _HEADER.format(written=written, **values)
 
 
@@ -159,7 +161,7 @@ def _package_folder(root: Path, module: str, file: str) -> str:
 def _route_adapter(entry: Entry) -> AgentPlan:
     """A Next.js route: the adapter posts as the app's own chat UI does and reads the stream."""
     route = entry.extra.get("route", "/api/chat")
-    path = f"{ADAPTERS_DIR}/{route.strip('/').replace('/', '_') or 'route'}.py"
+    path = ADAPTER_PATH
     values = {
         "path": entry.path,
         "why": entry.why,
@@ -220,6 +222,9 @@ def _definition(entry: Entry) -> AgentPlan:
 _HEADER = '''\
 #!/usr/bin/env python3
 """coalmine adapter: calls {path} as production does, one prompt at a time.
+
+Owned by coalmine kit agent-runtime (see harness/manifest.json). Edit freely: `coalmine kits
+status` shows your edits and `coalmine kits update` merges kit updates.
 
 {written}
 coalmine.yaml's agent runs it (the `command` provider) with the prompt on stdin; the answer goes

@@ -34,7 +34,7 @@ from coalmine._source import safe_load
 from coalmine._util.hashing import hash_text
 from coalmine.config import CONFIG_FILE, load_config
 from coalmine.errors import ConfigError
-from coalmine.harness.adapters import AgentPlan, plan_agent, stand_in
+from coalmine.harness.adapters import ADAPTER_PATH, AgentPlan, plan_agent, stand_in
 from coalmine.harness.entry import Entry, find_entries
 from coalmine.harness.kits import (
     BASE_DIR,
@@ -165,14 +165,25 @@ def harness_signals(root: Path, profile: Profile, manifest: Manifest | None) -> 
 
 
 def render_context(
-    root: Path, signals: Sequence[Signal], parameters: dict[str, str]
+    root: Path,
+    signals: Sequence[Signal],
+    parameters: dict[str, str],
+    agent: AgentPlan | None = None,
 ) -> dict[str, Any]:
-    """What the templates see: ``project``, ``agent``, ``signals`` and ``facts``."""
+    """What the templates see: ``project``, ``agent``, ``signals`` and ``facts``.
+
+    ``facts.agent_adapter`` is the adapter's text for the agent's entry (``agent``, else found
+    now), empty when the entry needs none: the agent-runtime kit's ``harness/adapters/agent.py``.
+    """
+    facts = collect_facts(root, list(signals))
+    if agent is None and adapter_wanted(root):
+        agent = plan_agent(root, find_entries(root))
+    facts["agent_adapter"] = (agent.adapter_text or "") if agent is not None else ""
     return {
         "project": parameters["project"],
         "agent": parameters["agent"],
         "signals": {s.kind: [e.model_dump() for e in s.evidence] for s in signals},
-        "facts": collect_facts(root, list(signals)),
+        "facts": facts,
     }
 
 
@@ -199,14 +210,20 @@ def plan_init(root: Path, *, kits: Iterable[str] = ()) -> InitPlan:
     )
     changes: list[FileChange] = []
     parameters = dict(manifest.parameters) or _parameters(root)
-    agent_plan = None
+    agent_plan = plan_agent(root, find_entries(root)) if adapter_wanted(root) else None
+    proposed_config = False
     if proposals and not (root / CONFIG_FILE).exists() and _writes_suites(proposals):
-        agent_plan, config, adapter = propose_agent(root, parameters["agent"])
+        kit_owned = ADAPTER_KIT in adopted or any(p.kit.id == ADAPTER_KIT for p in proposals)
+        assert agent_plan is not None  # no config: the adapter is wanted
+        agent_plan, config, adapter = propose_agent(
+            root, parameters["agent"], agent_plan, write_adapter=not kit_owned
+        )
         changes.append(FileChange("", CONFIG_FILE, "create", None, config))
         changes += adapter
+        proposed_config = True
     if proposals:
         changes += _gitignore(root)
-    context = render_context(root, signals, parameters)
+    context = render_context(root, signals, parameters, agent_plan)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     new_kits = list(manifest.kits)
     for proposal in proposals:
@@ -214,7 +231,8 @@ def plan_init(root: Path, *, kits: Iterable[str] = ()) -> InitPlan:
         changes += kit_changes
         new_kits.append(_adopted(proposal, kit_changes, now))
     after = manifest.model_copy(update={"parameters": parameters, "kits": new_kits})
-    return InitPlan(root, profile, proposals, tuple(changes), after, adopted, agent_plan)
+    shown = agent_plan if proposed_config else None
+    return InitPlan(root, profile, proposals, tuple(changes), after, adopted, shown)
 
 
 def _parameters(root: Path) -> dict[str, str]:
@@ -230,6 +248,15 @@ def _parameters(root: Path) -> dict[str, str]:
     return {"project": root.name, "agent": agent}
 
 
+ADAPTER_KIT = "agent-runtime"
+"""The kit that owns ``harness/adapters/agent.py``."""
+KIT_OWNED = (
+    "Owned by coalmine kit agent-runtime (see harness/manifest.json). Edit freely: `coalmine kits\n"
+    "status` shows your edits and `coalmine kits update` merges kit updates."
+)
+INIT_WRITTEN = (
+    "Written by `coalmine init`, without the agent-runtime kit: yours to edit, never\noverwritten."
+)
 GITIGNORE_ENTRY = ".coalmine/"
 _GITIGNORE_NOTE = "# coalmine's store and caches (runs, cassettes): local, never committed\n"
 
@@ -327,14 +354,23 @@ def config_problem(root: Path, text: str) -> str | None:
     return None
 
 
-def propose_agent(root: Path, agent: str) -> tuple[AgentPlan, str, list[FileChange]]:
-    """The agent plan, the ``coalmine.yaml`` text, and the adapter's change (when one is needed).
+def adapter_wanted(root: Path) -> bool:
+    """Whether the agent adapter belongs here: no config yet, or the config runs it."""
+    config = read_text_or_none(root / CONFIG_FILE)
+    return config is None or ADAPTER_PATH in config
 
-    The config is loaded before it is proposed: one that coalmine could not load is replaced by
-    the marked stand-in, whose comment says what was wrong.
+
+def propose_agent(
+    root: Path, agent: str, plan: AgentPlan, *, write_adapter: bool
+) -> tuple[AgentPlan, str, list[FileChange]]:
+    """The agent plan, the ``coalmine.yaml`` text, and the adapter's change (when init writes it).
+
+    The agent-runtime kit owns the adapter; without that kit (``init --kit rag-system``) init
+    writes it itself, like the config. The config is loaded before it is proposed: one that
+    coalmine could not load is replaced by the marked stand-in, whose comment says what was
+    wrong.
     """
     entries = find_entries(root)
-    plan = plan_agent(root, entries)
     text = _config_text(agent, plan, entries[1:])
     problem = config_problem(root, text)
     if problem is not None:
@@ -343,10 +379,11 @@ def propose_agent(root: Path, agent: str) -> tuple[AgentPlan, str, list[FileChan
         )
         text = _config_text(agent, plan, entries)
     changes = []
-    if plan.adapter_path is not None and plan.adapter_text is not None:
+    if write_adapter and plan.adapter_path is not None and plan.adapter_text is not None:
         before = read_text_or_none(root / plan.adapter_path)
+        text = plan.adapter_text.replace(KIT_OWNED, INIT_WRITTEN)
         if before is None:
-            changes.append(FileChange("", plan.adapter_path, "create", None, plan.adapter_text))
+            changes.append(FileChange("", plan.adapter_path, "create", None, text))
         else:
             changes.append(
                 FileChange(

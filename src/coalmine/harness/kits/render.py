@@ -38,6 +38,10 @@ class RenderedFile:
 def render_kit(kit: Kit, context: Mapping[str, Any]) -> list[RenderedFile]:
     """Every file ``kit`` writes, rendered with ``context``, in the order of ``writes``.
 
+    A template that renders to blank text is left out: the file is not wanted for this
+    repository (the agent adapter of an entry that needs none). An owned file that drops out
+    this way is the kit dropping it: ``kits update`` deletes it if unedited, else disowns it.
+
     Raises:
         PluginError: a template fails to render (an undefined name, a syntax error), naming
             the kit and the template.
@@ -62,5 +66,6 @@ def render_kit(kit: Kit, context: Mapping[str, Any]) -> list[RenderedFile]:
                 raise PluginError(f"kit {kit.id!r}: template {name!r}: {exc}") from exc
         else:
             text = template.read_text(encoding="utf-8")
-        files.append(RenderedFile(kit.id, path, text))
+        if text.strip():  # a template that renders to nothing writes no file (here, not yet)
+            files.append(RenderedFile(kit.id, path, text))
     return files

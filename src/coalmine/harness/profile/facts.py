@@ -58,6 +58,8 @@ class Facts(TypedDict):
     dangerous_tools: dict[str, list[str]]
     """Danger category (``destroy``, ``pay``, ``send``, ``execute``, ``change``) → tool names."""
     agent_files: list[str]
+    agent_adapter: str
+    """The agent adapter's text (set by ``init``'s render context; empty here)."""
     node_package_manager: str | None
     dev_command: str | None
 
@@ -90,6 +92,7 @@ def collect_facts(root: Path, signals: list[Signal]) -> Facts:
         tools=tools,
         dangerous_tools=dangerous,
         agent_files=paths.get("agent-runtime:agent-definitions", []),
+        agent_adapter="",
         node_package_manager=manager,
         dev_command=_dev_command(root, manager),
     )
