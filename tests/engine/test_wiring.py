@@ -121,6 +121,7 @@ def test_an_errored_run_can_be_resumed(project: Project, exploding: str) -> None
     suite(project, cases=1)
     code, _ = run_main("eval", "run", "--root", str(project.root), "--display", "none")
     assert code == 1
+    project.write("agents/__init__.py", "")  # a package: an installed `agents` must not win
     project.write("agents/ok.py", "def run(prompt, context):\n    return 'ok'\n")
     project.config({"agents": {"QA": {"provider": "python", "target": "agents.ok:run"}}})
     code, output = run_main("eval", "run", "--resume", "--root", str(project.root))

@@ -8,6 +8,7 @@ is an error, not a surprise.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +36,7 @@ def load_target(target: str, base_dir: Path) -> Any:
             f"imported from {_origin(top)}, not from {folder}; give the package a "
             "name of its own"
         )
+    _refuse_shadowed(target, module_name.split(".")[0], base_dir)
     try:
         obj: Any = importlib.import_module(module_name)
         for attr in attr_path.split("."):
@@ -44,6 +46,30 @@ def load_target(target: str, base_dir: Path) -> Any:
             f"cannot load {target!r} (from {folder}): {type(exc).__name__}: {exc}"
         ) from None
     return obj
+
+
+def _refuse_shadowed(target: str, top: str, base_dir: Path) -> None:
+    """A project folder without ``__init__.py`` loses to an installed package of its name.
+
+    Python finds a regular package anywhere on ``sys.path`` before a namespace package (a
+    folder without ``__init__.py``), even one earlier on the path: ``agents/`` beside
+    coalmine.yaml is not imported when the OpenAI Agents SDK (whose module is ``agents``) is
+    installed. That is said plainly instead of a "no module named agents.impl".
+    """
+    local = base_dir / top
+    if top in sys.modules or not local.is_dir() or (local / "__init__.py").exists():
+        return
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return
+    origin = spec.origin if spec is not None else None
+    if origin and not Path(origin).resolve().is_relative_to(base_dir.resolve()):
+        raise TargetError(
+            f"cannot load {target!r}: the folder {top}/ in {base_dir} has no __init__.py, so"
+            f" the installed package {top!r} ({origin}) is imported instead; add"
+            f" {top}/__init__.py or give the folder a name of its own"
+        )
 
 
 def _origin(module: ModuleType) -> str:
