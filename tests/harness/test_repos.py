@@ -139,6 +139,10 @@ def test_init_apply_writes_a_config_that_loads(name: str, tmp_path: Path) -> Non
     for title in (want["docs"] or {}).values():
         assert title in recall.read_text("utf-8"), f"{name}: {title}"
     assert ".coalmine/" in (root / ".gitignore").read_text("utf-8")
+    web = root / "harness/web/playwright.config.ts"
+    if web.exists():  # the repo's own .env may set BASE_URL: it must not stop the app starting
+        assert "process.env.BASE_URL" not in web.read_text("utf-8")
+        assert "process.env.COALMINE_WEB_URL" in web.read_text("utf-8")
 
 
 @pytest.mark.slow  # every adopted kit's gates, for real, on every fixture
