@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from coalmine.harness.adapters import plan_agent
 from coalmine.harness.entry import find_entries
@@ -217,3 +223,50 @@ def test_without_the_agent_runtime_kit_init_writes_the_adapter_itself(tmp_path: 
     assert adapter.kit == "" and adapter.action == "create"
     assert adapter.after is not None and "Written by `coalmine init`" in adapter.after
     assert "Owned by coalmine kit" not in adapter.after
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_a_langgraph_js_graph_is_invoked_through_node(tmp_path: Path) -> None:
+    root = write(
+        tmp_path / "repo",
+        {
+            "langgraph.json": '{"graphs": {"agent": "./src/graph.mjs:graph"}}\n',
+            "src/graph.mjs": """
+                export const graph = {  // stands in for a compiled StateGraph: invoke(state)
+                  async invoke(input) {
+                    const q = input.messages[0].content.trim();
+                    return { messages: [
+                      input.messages[0],
+                      { content: "", tool_calls: [{ name: "search", args: { q }, id: "c1" }] },
+                      { content: [{ type: "text", text: "Found: " + q }] },
+                    ] };
+                  },
+                };
+            """,
+        },
+    )
+    [entry] = find_entries(root)
+    assert (entry.kind, entry.extra.get("runtime"), entry.symbol) == (
+        "langgraph-graph", "node", "graph"
+    )  # fmt: skip
+    plan = plan_agent(root, [entry])
+    assert plan.adapter_path is not None and plan.adapter_text is not None
+    (root / plan.adapter_path).parent.mkdir(parents=True)
+    (root / plan.adapter_path).write_text(plan.adapter_text)
+    trajectory = tmp_path / "trajectory.jsonl"
+    trajectory.write_text("")
+    done = subprocess.run(
+        [sys.executable, plan.adapter_path],
+        input="refund policy\n",
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "COALMINE_TRAJECTORY": str(trajectory)},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Found: refund policy\n"
+    assert json.loads(trajectory.read_text()) == {
+        "type": "tool_call", "name": "search", "arguments": {"q": "refund policy"}, "id": "c1"
+    }  # fmt: skip

@@ -98,7 +98,9 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
     if entry.kind == "project-script":
         module = entry.extra.get("module", module)
         folder = _package_folder(root, module, entry.path)
-    if entry.extra.get("runtime") == "node":
+    if entry.kind == "langgraph-graph" and entry.extra.get("runtime") == "node":
+        body = _LANGGRAPH_JS
+    elif entry.extra.get("runtime") == "node":
         package = entry.extra.get("package", str(Path(entry.path).parent))
         inside = Path(entry.path).relative_to(package).as_posix() if package != "." else entry.path
         runner = ["npx", "tsx"] if entry.path.endswith((".ts", ".mts", ".tsx")) else ["node"]
@@ -125,7 +127,7 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
         "runner": ["python3"],
         "env": _langgraph_env(root, entry) if entry.kind == "langgraph-graph" else None,
     }
-    if entry.extra.get("runtime") == "node":
+    if entry.extra.get("runtime") == "node" and entry.kind != "langgraph-graph":
         values.update(values_extra)
     text = _header(values) + body.format(**{k: repr(v) for k, v in values.items()})
     line = f"{{provider: command, argv: {_python_argv(path)}}}"
@@ -523,6 +525,69 @@ def main():
         sys.exit(f"{{URL}} answered HTTP {{exc.code}}: {{said}}")
     except OSError as exc:
         sys.exit(f"cannot reach {{URL}} ({{exc}}): start the app first, or set COALMINE_AGENT_URL")
+
+
+if __name__ == "__main__":
+    main()
+"""
+)
+
+_GRAPH_JS = r"""
+import { appendFileSync, readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+const [file, name] = process.argv.slice(2);
+const mod = await import(pathToFileURL(file).href);
+let graph = mod[name] ?? mod.default?.[name];
+if (typeof graph === "function" && typeof graph.invoke !== "function") graph = await graph();
+const record = (tool, args, id) => {
+  const target = process.env.COALMINE_TRAJECTORY;
+  if (!target || !tool) return;
+  const line = { type: "tool_call", name: tool, arguments: args ?? {} };
+  if (id) line.id = String(id);
+  appendFileSync(target, JSON.stringify(line) + "\n");
+};
+const prompt = readFileSync(0, "utf8");
+const state = await graph.invoke({ messages: [{ role: "user", content: prompt }] });
+const messages = state?.messages ?? [];
+for (const m of messages) for (const c of m.tool_calls ?? []) record(c.name, c.args, c.id);
+const content = messages.length ? messages[messages.length - 1].content : undefined;
+const text = typeof content === "string" ? content
+  : Array.isArray(content) ? content.map((b) => (typeof b === "string" ? b : b.text ?? "")).join("")
+  : JSON.stringify(state);
+process.stdout.write(text + "\n");
+"""
+
+_LANGGRAPH_JS = (
+    """
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAPH = ROOT / {path}
+NAME = {symbol}
+# LangGraph.js: a small ES module imports the graph and invokes it, run by node (tsx for
+# TypeScript, from the repository's node_modules), with the prompt on stdin.
+RUNNER = ["npx", "tsx"] if GRAPH.suffix in (".ts", ".mts", ".tsx") else ["node"]
+PROGRAM = """
+    + repr(_GRAPH_JS).replace("{", "{{").replace("}", "}}")  # kept whole by .format
+    + """
+
+
+def main():
+    prompt = sys.stdin.read()
+    with tempfile.TemporaryDirectory(prefix="coalmine-graph-") as folder:
+        runner = Path(folder) / "invoke.mjs"
+        runner.write_text(PROGRAM, encoding="utf-8")
+        try:
+            done = subprocess.run([*RUNNER, str(runner), str(GRAPH), NAME], input=prompt,
+                                  text=True, cwd=ROOT)
+        except OSError as exc:
+            sys.exit(f"cannot run {{RUNNER[0]}}: {{exc}}")
+    sys.exit(done.returncode)
 
 
 if __name__ == "__main__":

@@ -144,6 +144,7 @@ def find_entries(root: Path) -> list[Entry]:
 
 
 _JS_EXTS = (".ts", ".js", ".mjs", ".mts")
+_JS_GRAPH_EXTS = (".ts", ".mts", ".js", ".mjs", ".cjs", ".tsx")
 _JS_ROUTE_FILE = re.compile(
     r"(?:.*/)?(?:app|pages)/(?:.*/)?api/(?:.*/)?(?:route|[\w-]+)\.(?:ts|js|mjs|mts)"
 )
@@ -323,8 +324,11 @@ def _langgraph(root: Path, rel: str, text: str) -> list[Entry]:
         file, _, symbol = spec.rpartition(":")
         target = (base / file).as_posix().removeprefix("./")
         target = str(PurePosixPath(*[p for p in PurePosixPath(target).parts if p != "."]))
-        if not target.endswith(".py") or not (root / target).is_file():
-            continue  # a JavaScript graph, or a file that is not there
+        if not target.endswith((".py", *_JS_GRAPH_EXTS)) or not (root / target).is_file():
+            continue  # a file that is not there
+        extra = {"graph": str(name), "config": rel}
+        if target.endswith(_JS_GRAPH_EXTS):
+            extra["runtime"] = "node"  # LangGraph.js
         out.append(
             Entry(
                 "langgraph-graph",
@@ -333,7 +337,7 @@ def _langgraph(root: Path, rel: str, text: str) -> list[Entry]:
                 f"{rel} names the graph {name!r}: {spec}",
                 symbol=symbol,
                 input="messages",
-                extra={"graph": str(name), "config": rel},
+                extra=extra,
             )
         )
     return out
