@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -137,7 +136,7 @@ def test_the_project_script_adapter_runs_the_console_command(
     [request] = openai_server.requests
     assert request.path == "/v1/responses"  # the Agents SDK's own API, as in production
     assert request.body["input"] == [{"content": "Where is order A1002?", "role": "user"}]
-    assert "Triage" in request.body["instructions"] or request.body["instructions"]
+    assert "first point of contact" in request.body["instructions"]  # the triage agent starts
 
 
 def test_a_script_adapter_hands_the_question_over_as_argv(
@@ -253,4 +252,3 @@ def test_entries_are_found_without_the_sdks(tmp_path: Path) -> None:
     assert plan.adapter_text is not None
     assert "RUNNER = ['npx', 'tsx']" in plan.adapter_text
     assert "CWD = ROOT / 'demos/research-agent'" in plan.adapter_text
-    assert shutil.which("python3")

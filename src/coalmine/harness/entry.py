@@ -25,8 +25,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from coalmine.harness.profile.libraries import table
 from coalmine.harness.profile.scan import read_text, walk
+from coalmine.harness.profile.signals import FRONT_MATTER, js_imports, python_imports
 
 __all__ = ["Entry", "find_entries", "module_of"]
 
@@ -59,11 +59,6 @@ class Entry:
 
 
 _MAIN_GUARD = re.compile(r"(?m)^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:")
-_PY_IMPORT = re.compile(
-    r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
-    r"|import[ \t]+([A-Za-z_][^\n#;]*))",
-    re.M,
-)
 _ARGPARSE_POSITIONAL = re.compile(r"add_argument\(\s*['\"]([A-Za-z_][\w-]*)['\"]")
 _ARGPARSE_OPTION = re.compile(
     r"add_argument\(\s*(?:['\"]-\w['\"]\s*,\s*)?['\"](--[\w-]+)['\"]"
@@ -81,7 +76,6 @@ _ROUTE = re.compile(
 )
 _DEF = re.compile(r"(?m)^(?:async\s+)?def\s+(\w+)\s*\(([^)]*)\)")
 _PROMPT_FIELDS = ("message", "question", "prompt", "query", "input", "text", "content")
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n((?:.*\r?\n)*?)---[ \t]*(?:\r?\n|\Z)")
 
 
 def module_of(root: Path, rel: str) -> tuple[str, str]:
@@ -148,7 +142,6 @@ _JS_GRAPH_EXTS = (".ts", ".mts", ".js", ".mjs", ".cjs", ".tsx")
 _JS_ROUTE_FILE = re.compile(
     r"(?:.*/)?(?:app|pages)/(?:.*/)?api/(?:.*/)?(?:route|[\w-]+)\.(?:ts|js|mjs|mts)"
 )
-_JS_IMPORT = re.compile(r"(?:from|require\()\s*['\"]([^'\"\n]+)['\"]")
 _JS_POST = re.compile(r"export\s+(?:async\s+function\s+POST\b|const\s+POST\s*=)")
 _JS_BODY_FIELDS = re.compile(
     r"\{\s*([\w\s,:?<>\[\]]+?)\s*\}\s*(?::[^=]+)?=\s*await\s+\w+\.json\(\)"
@@ -188,8 +181,7 @@ def _demote_run_agents(found: list[Entry], sources: dict[str, str]) -> list[Entr
 
 
 def _calls_llm_js(text: str) -> bool:
-    text = re.sub(r"//[^\n]*|/\*[\s\S]*?\*/", "", text)
-    return any(LLM in table().npm(m[1]) for m in _JS_IMPORT.finditer(text))
+    return any(LLM in kinds for _, kinds in js_imports(text))
 
 
 def _js_script(rel: str, text: str) -> Entry | None:
@@ -291,15 +283,7 @@ def _js_route(rel: str, text: str) -> Entry | None:
 
 
 def _calls_llm(text: str) -> bool:
-    t = table()
-    for m in _PY_IMPORT.finditer(text):
-        if m[1]:
-            names = [w[0] for p in m[2].strip("() \t\n").split(",") if (w := p.split())]
-            if LLM in t.python(m[1], names):
-                return True
-        elif any(LLM in t.python(w[0]) for p in m[3].split(",") if (w := p.split())):
-            return True
-    return False
+    return any(LLM in kinds for _, kinds in python_imports(text))
 
 
 def _line(text: str, pos: int) -> int:
@@ -344,10 +328,8 @@ def _langgraph(root: Path, rel: str, text: str) -> list[Entry]:
 
 
 def _agents_sdk(rel: str, text: str) -> list[Entry]:
-    imports_agent = any(
-        m[1] == "agents" and re.search(r"\bAgent\b", m[2]) for m in _PY_IMPORT.finditer(text)
-    )
-    if not imports_agent:  # the SDK's Agent, not a class of the repository's own
+    if not any("sdk:openai-agents" in kinds for _, kinds in python_imports(text)):
+        # the SDK's Agent (its names imported from `agents`), not a class of the repository's
         return []
     agents = {m[1]: m.start() for m in _AGENT_ASSIGN.finditer(text)}
     if not agents:
@@ -479,7 +461,7 @@ def _package_calls_llm(file: str, calls_llm: set[str]) -> bool:
 
 
 def _agent_definition(rel: str, text: str) -> Entry | None:
-    m = _FRONT_MATTER.match(text)
+    m = FRONT_MATTER.match(text)
     if m is None or not re.search(r"(?m)^name\s*:", m[1]):
         return None
     model = re.search(r"(?m)^model\s*:\s*['\"]?([\w.:/-]+)", m[1])

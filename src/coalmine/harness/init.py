@@ -210,13 +210,14 @@ def plan_init(root: Path, *, kits: Iterable[str] = ()) -> InitPlan:
     )
     changes: list[FileChange] = []
     parameters = dict(manifest.parameters) or _parameters(root)
-    agent_plan = plan_agent(root, find_entries(root)) if adapter_wanted(root) else None
+    entries = find_entries(root) if adapter_wanted(root) else []
+    agent_plan = plan_agent(root, entries) if adapter_wanted(root) else None
     proposed_config = False
     if proposals and not (root / CONFIG_FILE).exists() and _writes_suites(proposals):
         kit_owned = ADAPTER_KIT in adopted or any(p.kit.id == ADAPTER_KIT for p in proposals)
         assert agent_plan is not None  # no config: the adapter is wanted
         agent_plan, config, adapter = propose_agent(
-            root, parameters["agent"], agent_plan, write_adapter=not kit_owned
+            root, parameters["agent"], agent_plan, entries, write_adapter=not kit_owned
         )
         changes.append(FileChange("", CONFIG_FILE, "create", None, config))
         changes += adapter
@@ -361,7 +362,7 @@ def adapter_wanted(root: Path) -> bool:
 
 
 def propose_agent(
-    root: Path, agent: str, plan: AgentPlan, *, write_adapter: bool
+    root: Path, agent: str, plan: AgentPlan, entries: Sequence[Entry], *, write_adapter: bool
 ) -> tuple[AgentPlan, str, list[FileChange]]:
     """The agent plan, the ``coalmine.yaml`` text, and the adapter's change (when init writes it).
 
@@ -370,7 +371,6 @@ def propose_agent(
     coalmine could not load is replaced by the marked stand-in, whose comment says what was
     wrong.
     """
-    entries = find_entries(root)
     text = _config_text(agent, plan, entries[1:])
     problem = config_problem(root, text)
     if problem is not None:

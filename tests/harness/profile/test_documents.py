@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from coalmine.harness.profile.documents import find_documents, near_misses
+from coalmine.harness.profile.documents import find_corpus, find_documents
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -24,20 +24,19 @@ def test_near_misses_pair_only_documents_that_are_alike(tmp_path: Path) -> None:
             "docs/c.md": "# C\n\nzebra yak xylophone\n",
         },
     )
-    docs = find_documents(tmp_path)
     # by hand: idf = ln((1+3)/(1+df)) + 1, tf weight 1 + ln(1) = 1
     shared = math.log(4 / 3) + 1  # apple, banana: in two documents
     own = math.log(4 / 2) + 1  # cherry, durian: in one
     cosine = 2 * shared**2 / (2 * shared**2 + own**2)
     assert round(cosine, 3) == 0.536
-    assert near_misses(tmp_path, docs) == [
+    assert find_corpus(tmp_path)[1] == [
         {"a": "docs/a.md", "b": "docs/b.md", "shared": ["apple", "banana"], "similarity": 0.536}
     ]
 
 
 def test_a_single_document_has_no_near_miss(tmp_path: Path) -> None:
     write(tmp_path, {"docs/only.md": "# Only\n\napple banana cherry\n"})
-    assert near_misses(tmp_path, find_documents(tmp_path)) == []
+    assert find_corpus(tmp_path)[1] == []
 
 
 def test_the_corpus_is_where_the_code_loads_it_from(tmp_path: Path) -> None:

@@ -22,7 +22,15 @@ from typing import TypedDict
 
 from coalmine.harness.profile.scan import read_text, walk
 
-__all__ = ["DOC_FOLDERS", "MAX_DOCS", "Doc", "NearMiss", "find_documents", "near_misses"]
+__all__ = [
+    "DOC_FOLDERS",
+    "MAX_DOCS",
+    "Doc",
+    "NearMiss",
+    "find_corpus",
+    "find_documents",
+    "near_misses",
+]
 
 MAX_DOCS = 12
 EXCERPT_CHARS = 400
@@ -82,6 +90,11 @@ _LOADERS = re.compile(
 
 def find_documents(root: Path) -> list[Doc]:
     """The corpus of the repository at ``root``: at most :data:`MAX_DOCS` documents."""
+    return find_corpus(root)[0]
+
+
+def find_corpus(root: Path) -> tuple[list[Doc], list[NearMiss]]:
+    """The documents and their look-alike pairs, each document read and parsed once."""
     texts: dict[str, str] = {}
     for folder in [*_loaded_folders(root), *DOC_FOLDERS]:
         base = root / folder
@@ -104,12 +117,11 @@ def find_documents(root: Path) -> list[Doc]:
         if len(excerpt) > EXCERPT_CHARS:
             excerpt = excerpt[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
         docs.append(Doc(id=doc_id, title=title, excerpt=excerpt, passages=passages))
-    return docs
+    return docs, near_misses({doc_id: body for doc_id, (_, body) in parsed.items()})
 
 
-def near_misses(root: Path, docs: list[Doc]) -> list[NearMiss]:
-    """Look-alike pairs of ``docs``: each one's closest other document, if close enough."""
-    bodies = {d["id"]: _parse(d["id"], read_text(str(root / d["id"])) or "")[1] for d in docs}
+def near_misses(bodies: dict[str, str]) -> list[NearMiss]:
+    """Look-alike pairs of documents (id → body): each one's closest other one, if close enough."""
     idf = _idf(list(bodies.values()))
     vectors = {doc_id: _tfidf(body, idf) for doc_id, body in bodies.items()}
     found: dict[tuple[str, str], NearMiss] = {}

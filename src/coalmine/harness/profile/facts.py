@@ -18,8 +18,7 @@ from coalmine.harness.profile.documents import (
     MAX_DOCS,
     Doc,
     NearMiss,
-    find_documents,
-    near_misses,
+    find_corpus,
 )
 from coalmine.harness.profile.scan import read_text, walk
 from coalmine.harness.profile.signals import Signal
@@ -72,7 +71,7 @@ def collect_facts(root: Path, signals: list[Signal]) -> Facts:
         manager = "npm"
     go_mod = _text(root / "go.mod")
     tools, servers = find_tools(root)
-    docs = find_documents(root)
+    docs, alike = find_corpus(root)
     dangerous: dict[str, list[str]] = {category: [] for category in DANGER}
     for tool in tools:
         if tool["danger"] is not None:
@@ -80,14 +79,14 @@ def collect_facts(root: Path, signals: list[Signal]) -> Facts:
     return Facts(
         routes=sorted({r for p in paths.get("web-ui:routes", []) if (r := route_of(p))}),
         docs=docs,
-        near_misses=near_misses(root, docs),
+        near_misses=alike,
         go_module=_first(r"(?m)^module\s+(\S+)", go_mod),
         go_mains=_go_mains(root),
         nix=_nix(root),
         charm=sorted(
             {_charm_name(m) for m in re.findall(r"github\.com/charmbracelet/([\w./-]+)", go_mod)}
         ),
-        mcp_servers=_mcp_servers(root, paths.get("agent-runtime:mcp", [])),
+        mcp_servers=list(dict.fromkeys(s["name"] for s in servers)),
         mcp=servers,
         tools=tools,
         dangerous_tools=dangerous,
@@ -227,22 +226,6 @@ def _charm_name(module: str) -> str:
     """``x/vcr`` → ``vcr``, ``bubbletea/v2`` → ``bubbletea``."""
     parts = [p for p in module.split("/") if not re.fullmatch(r"v\d+", p)]
     return parts[-1] if parts[0] == "x" else parts[0]
-
-
-def _mcp_servers(root: Path, evidence: list[str]) -> list[str]:
-    names: list[str] = []
-    for rel in evidence:
-        if not rel.endswith(".json"):
-            continue
-        try:
-            data = json.loads(_text(root / rel) or "null")
-        except json.JSONDecodeError:
-            continue
-        if isinstance(data, dict):
-            servers = data.get("mcpServers", data.get("servers"))
-            if isinstance(servers, dict):
-                names += [n for n in servers if isinstance(n, str) and n not in names]
-    return names
 
 
 def _dev_command(root: Path, manager: str | None) -> str | None:

@@ -27,14 +27,23 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from functools import cache
 
 from pydantic import BaseModel
 
 from coalmine.harness.profile.libraries import table
 from coalmine.harness.profile.scan import read_text
 
-__all__ = ["MAX_EVIDENCE", "Detector", "Evidence", "Signal"]
+__all__ = [
+    "FRONT_MATTER",
+    "MAX_EVIDENCE",
+    "Detector",
+    "Evidence",
+    "Signal",
+    "js_imports",
+    "python_imports",
+]
 
 MAX_EVIDENCE = 10
 """Evidence kept per signal kind."""
@@ -165,15 +174,6 @@ _PATH_SIGNAL_KINDS = {f"p{i}": kind for i, (_, kind) in enumerate(_PATH_SIGNALS)
 
 # -- by content -------------------------------------------------------------------------------
 
-# Every absolute import statement; the module's first part is looked up in the table before
-# anything else is done with it. "from m import (a,\n b)" spans lines.
-_PY_IMPORT = re.compile(
-    r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
-    r"|import[ \t]+([A-Za-z_][^\n#;]*))",
-    re.M,
-)
-_PY_STRING_BLOCK = re.compile(r"(\"\"\"|\'\'\')[\s\S]*?(?:\1|\Z)")
-"""Triple-quoted strings (docstrings): an import written inside one is an example, not code."""
 _INSPECT_TASK = re.compile(r"^[ \t]*@task\b", re.M)
 _JS_SKIP = re.compile(
     r"(?P<s>\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*')|(?P<c>//[^\n]*|/\*[\s\S]*?(?:\*/|\Z))"
@@ -204,7 +204,8 @@ _TOML_REQUIREMENT = re.compile(
     r"(?:[<>=!~;@(][^\"'\n]*)?[\"']",
     re.M,
 )
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?---[ \t]*(?:\r?\n|\Z)")
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n((?:.*\r?\n)*?)---[ \t]*(?:\r?\n|\Z)")
+"""YAML front matter at the top of a markdown file; group 1 is its text."""
 _PYTHON_LOCKS = frozenset({"uv.lock", "poetry.lock", "Pipfile", "Pipfile.lock", "pdm.lock"})
 _CLAUDE_AGENT = re.compile(r"(?:.*/)?\.claude/agents/[^/]+\.md")
 _PACKAGE_MANAGER_FIELD = re.compile(r"^(pnpm|yarn|bun|npm)@")
@@ -223,6 +224,58 @@ def _blank(text: str, pattern: re.Pattern[str], group: str | None = None) -> str
 
 
 _AI_KINDS = frozenset({LLM, VECTOR_DB, RETRIEVER, EMBEDDINGS, MCP})
+
+
+@cache
+def _python_import() -> re.Pattern[str]:
+    """Import statements of the modules the table knows (the rest are never looked at)."""
+    tops = "|".join(re.escape(t) for t in sorted(table().python_tops, key=len, reverse=True))
+    return re.compile(
+        rf"^[ \t]*(?:from[ \t]+((?:{tops})(?![\w])[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
+        rf"|import[ \t]+([^\n#;]*?\b(?:{tops})\b[^\n#;]*))",
+        re.M,
+    )
+
+
+def python_imports(text: str) -> Iterator[tuple[int, frozenset[str]]]:
+    """``(offset, kinds)`` of each import of a library the table knows, docstrings skipped.
+
+    Each imported name is judged on its own (:meth:`Table.python`): ``from m import a, b``.
+    Shared by the detector and :mod:`coalmine.harness.entry` ("does this module call an LLM?").
+    """
+    t = table()
+    quoted = '"""' in text or "'''" in text
+    for m in _python_import().finditer(text):
+        if quoted and _in_docstring(text, m.start()):
+            continue  # an example in a docstring, not an import
+        if m[1]:
+            parts = m[2].strip("() \t\n").split(",")
+            names = [w[0] for part in parts if (w := part.split()) and w[0] != "*"]
+            found = t.python(m[1], names)
+        else:  # "import a.b as c, d": the first word of each comma-separated part
+            found = frozenset().union(
+                *(t.python(w[0]) for p in m[3].split(",") if (w := p.split()))
+            )
+        if found:
+            yield m.start(), found
+
+
+def js_imports(text: str) -> Iterator[tuple[int, frozenset[str]]]:
+    """``(offset, kinds)`` of each import of a package the table knows, comments skipped.
+
+    A package imported again is left out (the evidence keeps its first place).
+    """
+    t = table()
+    commented = "//" in text or "/*" in text
+    seen: set[str] = set()
+    for m in _JS_IMPORT.finditer(text):
+        specifier = m[1]
+        if specifier in seen:
+            continue
+        found = t.npm(specifier)
+        if found and not (commented and _in_comment(text, m.start())):
+            seen.add(specifier)
+            yield m.start(), found
 
 
 def _in_comment(text: str, pos: int) -> bool:
@@ -278,14 +331,6 @@ class Detector:
 
     def __init__(self) -> None:
         self._table = table()
-        tops = "|".join(
-            re.escape(t) for t in sorted(self._table.python_tops, key=len, reverse=True)
-        )
-        self._py_import = re.compile(  # only the imports of modules the table knows
-            rf"^[ \t]*(?:from[ \t]+((?:{tops})(?![\w])[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
-            rf"|import[ \t]+([^\n#;]*?\b(?:{tops})\b[^\n#;]*))",
-            re.M,
-        )
         self._py_terms, self._py_term_kinds = _terms("python")
         self._js_terms, self._js_term_kinds = _terms("js")
         self._evidence: dict[str, list[Evidence]] = {}
@@ -397,28 +442,9 @@ class Detector:
     def _python(self, rel: str, text: str) -> None:
         lines = _Lines(text)
         imports_inspect = False
-        quoted = '"""' in text or "'''" in text
-        for m in self._py_import.finditer(text):
-            if quoted and _in_docstring(text, m.start()):
-                continue  # an example in a docstring, not an import
-            if m[1]:
-                names = [
-                    words[0]
-                    for part in m[2].strip("() \t\n").split(",")
-                    if (words := part.split()) and words[0] != "*"
-                ]
-                found = self._table.python(m[1], names)
-            else:  # "import a.b as c, d": the first word of each comma-separated part
-                found = frozenset().union(
-                    *(
-                        self._table.python(words[0])
-                        for part in m[3].split(",")
-                        if (words := part.split())
-                    )
-                )
-            if found:
-                self._add_at(found, rel, lines, m.start())
-                imports_inspect |= INSPECT in found
+        for pos, found in python_imports(text):
+            self._add_at(found, rel, lines, pos)
+            imports_inspect |= INSPECT in found
         if self._py_terms is not None:
             for m in self._py_terms.finditer(text):
                 assert m.lastgroup is not None
@@ -429,18 +455,10 @@ class Detector:
 
     def _javascript(self, rel: str, text: str) -> None:
         lines = _Lines(text)
-        commented = "//" in text or "/*" in text
-        seen: set[str] = set()
         ai = False  # the code words are looked for only where an AI or retrieval library is used
-        for m in _JS_IMPORT.finditer(text):
-            specifier = m[1]
-            if specifier in seen:
-                continue  # the same package again (evidence keeps the first place)
-            found = self._table.npm(specifier)
-            if found and not (commented and _in_comment(text, m.start())):
-                seen.add(specifier)
-                self._add_at(found, rel, lines, m.start())
-                ai |= bool(found & _AI_KINDS)
+        for pos, found in js_imports(text):
+            self._add_at(found, rel, lines, pos)
+            ai |= bool(found & _AI_KINDS)
         if ai and self._js_terms is not None:
             for m in self._js_terms.finditer(text):
                 assert m.lastgroup is not None
@@ -482,7 +500,7 @@ class Detector:
 
     def _agent_definition(self, rel: str, text: str) -> None:
         """A ``.claude/agents/*.md`` is an agent definition only with its YAML front matter."""
-        if _FRONT_MATTER.match(text):
+        if FRONT_MATTER.match(text):
             self.add(AGENT_DEFS, rel)
 
     def _package_json(self, rel: str, text: str) -> None:
