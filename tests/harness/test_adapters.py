@@ -3,7 +3,8 @@
 The agents' SDKs (LangGraph with LangChain's OpenAI model, the OpenAI Agents SDK, the OpenAI
 client) are installed in the dev environment and take their base URL from ``OPENAI_BASE_URL``:
 every model call goes to the loopback OpenAI-compatible server, which answers in the API the
-SDK speaks (chat completions, or the Responses API). ``python3`` on PATH is this interpreter,
+SDK speaks (chat completions, or the Responses API). The Claude Agent SDK runs the CLI its wheel
+carries, which takes ``ANTHROPIC_BASE_URL``: the loopback Anthropic server streams its replies. ``python3`` on PATH is this interpreter,
 as it is in a developer's activated environment. A Next.js route is stood in for by a loopback
 server that streams the AI SDK's UI message stream, as the route does.
 """
@@ -24,7 +25,10 @@ import pytest
 
 from coalmine.harness.adapters import plan_agent
 from coalmine.harness.entry import Entry, find_entries
+from tests.harness.test_entry import CLAUDE_FUNCTION, write
 from tests.harness.test_repos import copy
+from tests.helpers.anthropic_server import FakeAnthropic, tool_use_block
+from tests.helpers.anthropic_server import Reply as AnthropicReply
 from tests.helpers.cli import run_main
 from tests.helpers.openai_server import FakeOpenAI, Reply, tool_call
 
@@ -252,3 +256,154 @@ def test_entries_are_found_without_the_sdks(tmp_path: Path) -> None:
     assert plan.adapter_text is not None
     assert "RUNNER = ['npx', 'tsx']" in plan.adapter_text
     assert "CWD = ROOT / 'demos/research-agent'" in plan.adapter_text
+
+
+def written_adapter(root: Path) -> str:
+    """Plan the best entry of ``root`` and write its adapter, as init does."""
+    plan = plan_agent(root, find_entries(root))
+    assert plan.adapter_path is not None and plan.adapter_text is not None, plan
+    (root / plan.adapter_path).parent.mkdir(parents=True, exist_ok=True)
+    (root / plan.adapter_path).write_text(plan.adapter_text)
+    return plan.adapter_path
+
+
+def test_the_function_adapter_runs_the_claude_agent_sdk_and_records_its_tool_calls(
+    tmp_path: Path, python_on_path: dict[str, str]
+) -> None:
+    root = write(tmp_path / "repo", {"support/agent.py": CLAUDE_FUNCTION})
+    adapter = written_adapter(root)
+    home = tmp_path / "home"  # the CLI keeps its settings and sessions under HOME
+    home.mkdir()
+    with FakeAnthropic() as server:
+        server.enqueue(
+            AnthropicReply(blocks=[tool_use_block("mcp__shop__refund_order", {"order_id": "A1"})]),
+            "Refunded order A1 in full.",
+        )
+        env = {
+            **python_on_path,
+            "HOME": str(home),
+            "ANTHROPIC_BASE_URL": server.base_url,
+            "ANTHROPIC_API_KEY": "sk-ant-test",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+        done, calls = run_adapter(root, adapter, "Refund order A1, please.", env, tmp_path)
+        requests = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Refunded order A1 in full."
+    assert calls == [
+        {
+            "type": "tool_call",
+            "name": "mcp__shop__refund_order",
+            "arguments": {"order_id": "A1"},
+            "id": "toolu_01",
+        }
+    ]
+    first, second = requests
+    assert first.body["stream"] is True
+    assert "You run the shop's support desk." in json.dumps(first.body["system"])
+    assert "Refund order A1, please." in json.dumps(first.body["messages"][0])
+    # the SDK ran the repository's own tool and sent its result back
+    assert "refunded A1" in json.dumps(second.body["messages"][-1])
+
+
+def test_the_function_adapter_builds_a_model_argument_and_reads_a_generator(
+    tmp_path: Path, openai_server: FakeOpenAI, python_on_path: dict[str, str]
+) -> None:
+    root = write(
+        tmp_path / "repo",
+        {
+            "helpdesk.py": """
+                from openai import OpenAI
+                from pydantic import BaseModel
+
+                class Ticket(BaseModel):
+                    question: str
+                    customer: str = "anonymous"
+
+                def answer(question: Ticket):
+                    print("log: answering", question.customer)  # a log line, not the answer
+                    reply = OpenAI().chat.completions.create(
+                        model="gpt-4o-mini",
+                        messages=[{"role": "user", "content": question.question}])
+                    for word in reply.choices[0].message.content.split(" "):
+                        yield word + " "  # handed on piece by piece, as a UI shows it
+            """,
+        },
+    )
+    adapter = written_adapter(root)
+    openai_server.enqueue("Reset it from the login page.")
+    env = {**python_on_path, "OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-t"}
+    done, _ = run_adapter(root, adapter, "How do I reset my password?", env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Reset it from the login page."
+    assert "log: answering anonymous" in done.stderr
+    [request] = openai_server.requests
+    assert request.body["messages"] == [{"role": "user", "content": "How do I reset my password?"}]
+
+
+class _TokenStream(BaseHTTPRequestHandler):
+    """A streaming endpoint: plain-text SSE tokens, or OpenAI chunks (as a proxy forwards)."""
+
+    form = "tokens"
+    bodies: list[Any] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        length = int(self.headers.get("Content-Length", "0"))
+        _TokenStream.bodies.append(json.loads(self.rfile.read(length)))
+        words = ["Paris", " is", " the", " capital."]
+        if _TokenStream.form == "tokens":
+            events = [f"data: {w}\n\n" for w in words]
+        else:
+            events = [
+                f"data: {json.dumps({'choices': [{'delta': {'content': w}}]})}\n\n" for w in words
+            ]
+        data = (": keep-alive\n\n" + "".join(events) + "data: [DONE]\n\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("form", ["tokens", "openai-chunks"])
+def test_the_stream_adapter_reads_a_streaming_endpoints_tokens(
+    tmp_path: Path, python_on_path: dict[str, str], form: str
+) -> None:
+    root = write(
+        tmp_path / "repo",
+        {
+            "server.py": """
+                from fastapi import FastAPI
+                from fastapi.responses import StreamingResponse
+                from openai import OpenAI
+
+                app = FastAPI()
+
+                @app.post("/chat/stream")
+                def chat(payload: dict):
+                    question = payload["question"]
+                    def tokens():
+                        for chunk in OpenAI().chat.completions.create(model="gpt-4o-mini",
+                                stream=True, messages=[{"role": "user", "content": question}]):
+                            yield "data: " + (chunk.choices[0].delta.content or "") + "\\n\\n"
+                    return StreamingResponse(tokens(), media_type="text/event-stream")
+            """,
+        },
+    )
+    adapter = written_adapter(root)
+    _TokenStream.form, _TokenStream.bodies = form, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TokenStream)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/chat/stream"
+        env = {**python_on_path, "COALMINE_AGENT_URL": url}
+        done, _ = run_adapter(root, adapter, "Capital of France?", env, tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Paris is the capital."
+    assert _TokenStream.bodies == [{"question": "Capital of France?"}]

@@ -270,3 +270,176 @@ def test_a_langgraph_js_graph_is_invoked_through_node(tmp_path: Path) -> None:
     assert json.loads(trajectory.read_text()) == {
         "type": "tool_call", "name": "search", "arguments": {"q": "refund policy"}, "id": "c1"
     }  # fmt: skip
+
+
+CLAUDE_FUNCTION = """
+    from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, create_sdk_mcp_server, query, tool
+
+    @tool("refund_order", "Refund an order in full", {"order_id": str})
+    async def refund_order(args):
+        return {"content": [{"type": "text", "text": "refunded " + args["order_id"]}]}
+
+    SHOP = create_sdk_mcp_server("shop", tools=[refund_order])
+
+    def options(query: str) -> ClaudeAgentOptions:
+        return ClaudeAgentOptions(system_prompt="You run the shop's support desk.",
+                                  mcp_servers={"shop": SHOP}, max_turns=4,
+                                  allowed_tools=["mcp__shop__refund_order"])
+
+    async def ask(question: str) -> str:
+        answer = ""
+        async for message in query(prompt=question, options=options(question)):
+            if isinstance(message, ResultMessage):
+                answer = message.result or answer
+        return answer
+"""
+
+
+def test_a_function_passing_its_question_into_the_claude_agent_sdk_is_the_entry(
+    tmp_path: Path,
+) -> None:
+    root = write(tmp_path, {"support/agent.py": CLAUDE_FUNCTION})
+    entries = find_entries(root)
+    assert [(e.kind, e.rank, e.symbol, e.input) for e in entries] == [
+        ("sdk-function", 75, "ask", "param:question")
+    ]  # the tool and the options helper (whose `query` reaches no SDK call) are not entries
+    assert entries[0].where == "support/agent.py:14"
+    assert "passes its 'question' into an SDK call" in entries[0].why
+    plan = plan_agent(root, entries)
+    assert plan.line == '{provider: command, argv: ["python3", "harness/adapters/agent.py"]}'
+    assert plan.adapter_text is not None
+    assert "PARAM = 'question'" in plan.adapter_text
+    assert "importlib.import_module('agent'), 'ask')" in plan.adapter_text
+    assert "sys.path.insert(0, str(ROOT / 'support'))" in plan.adapter_text
+    compile(plan.adapter_text, "agent.py", "exec")
+
+
+def test_a_helper_the_entry_calls_ranks_below_it_and_a_script_running_it_wins(
+    tmp_path: Path,
+) -> None:
+    root = write(
+        tmp_path,
+        {
+            "bot/core.py": """
+                from google import genai
+
+                def generate(text: str) -> str:
+                    return genai.Client().models.generate_content(model="gemini-2.5-flash",
+                                                                  contents=text).text
+
+                def answer(question: str) -> str:
+                    return generate("Answer briefly: " + question)
+            """,
+        },
+    )
+    assert [(e.symbol, e.rank) for e in find_entries(root)] == [("answer", 75), ("generate", 74)]
+    write(
+        root,
+        {
+            "ask.py": """
+                import sys
+                from google import genai
+                from bot.core import answer
+
+                if __name__ == "__main__":
+                    print(answer(sys.argv[1]))
+            """,
+        },
+    )
+    entries = find_entries(root)
+    assert [(e.kind, e.rank, e.symbol or e.path) for e in entries] == [
+        ("script", 70, "ask.py"),
+        ("sdk-function", 65, "answer"),
+        ("sdk-function", 64, "generate"),  # its module's entry is run by the script
+    ]
+    assert "ask.py runs it, as production does" in entries[1].why
+
+
+def test_a_route_handler_and_a_tool_are_not_function_entries(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "app.py": """
+                from fastapi import FastAPI
+                from langchain_core.tools import tool
+                from openai import OpenAI
+
+                app = FastAPI()
+
+                @tool
+                def search(query: str) -> str:
+                    \"\"\"Search the knowledge base.\"\"\"
+                    return OpenAI().responses.create(model="gpt-4o-mini", input=query).output_text
+
+                @app.post("/chat")
+                async def chat(message: str):
+                    return {"reply": OpenAI().responses.create(model="gpt-4o-mini",
+                                                                input=message).output_text}
+            """,
+        },
+    )
+    assert [e.kind for e in find_entries(root)] == ["http-endpoint"]
+
+
+def test_a_genkit_flow_is_an_entry_with_its_input(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "flows.py": """
+                from genkit.ai import Genkit
+                from pydantic import BaseModel
+
+                ai = Genkit(model="googleai/gemini-2.5-flash")
+
+                class Trip(BaseModel):
+                    destination: str
+
+                @ai.flow()
+                async def plan_trip(trip: Trip) -> str:
+                    response = await ai.generate(prompt=f"Plan a day in {trip.destination}")
+                    return response.text
+            """,
+        },
+    )
+    [entry] = find_entries(root)
+    assert (entry.kind, entry.rank, entry.symbol, entry.input) == (
+        "genkit-flow", 85, "plan_trip", "param:trip"
+    )  # fmt: skip
+    assert "is a Genkit flow" in entry.why
+
+
+def test_a_streaming_endpoint_is_read_by_the_route_adapter(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "server.py": """
+                from fastapi import FastAPI
+                from fastapi.responses import StreamingResponse
+                from openai import OpenAI
+                from pydantic import BaseModel
+
+                app = FastAPI()
+
+                class Chat(BaseModel):
+                    message: str
+
+                @app.post("/chat/stream")
+                def chat(body: Chat):
+                    def tokens():
+                        for chunk in OpenAI().chat.completions.create(
+                            model="gpt-4o-mini", stream=True,
+                            messages=[{"role": "user", "content": body.message}]):
+                            yield "data: " + (chunk.choices[0].delta.content or "") + "\\n\\n"
+                    return StreamingResponse(tokens(), media_type="text/event-stream")
+            """,
+        },
+    )
+    [entry] = find_entries(root)
+    assert (entry.kind, entry.input, entry.extra["stream"]) == (
+        "http-endpoint", "json-field:message", "yes"
+    )  # fmt: skip
+    assert entry.why.endswith("and streams the answer")
+    plan = plan_agent(root, [entry])
+    assert plan.adapter_text is not None
+    assert "or 'http://127.0.0.1:8000/chat/stream'" in plan.adapter_text
+    assert "FIELD = 'message'" in plan.adapter_text

@@ -3,7 +3,9 @@
 It speaks real HTTP over a real socket (no transport mocking). Tests queue replies (text,
 ``tool_use`` blocks, usage, a status with an Anthropic error body, a raw body, a delay, a slow
 trickle, extra headers such as ``Retry-After``), then read back every request the server got,
-headers and JSON body included. Like the real API it rejects a wrong path, a missing
+headers and JSON body included. A request with ``"stream": true`` gets the reply as the API's
+server-sent events (``message_start`` … ``message_stop``, a tool's input as ``input_json_delta``),
+as the Claude Agent SDK's CLI asks for it. Like the real API it rejects a wrong path, a missing
 ``anthropic-version``, a body without ``model``, ``max_tokens`` or ``messages``, a
 ``tool_choice`` without ``tools`` and a tool without ``name`` or ``input_schema`` before any
 scripted reply is used. ``in_flight`` and ``max_in_flight`` count requests being answered, so a
@@ -60,12 +62,47 @@ class Reply:
 
     @classmethod
     def error(cls, status: int, error_type: str, message: str, **kwargs: Any) -> Reply:
-        """A reply with an Anthropic error body."""
-        return cls(status=status, body=error_body(error_type, message), **kwargs)
+        """A reply with an Anthropic error body (JSON, a streaming request's too)."""
+        headers = {"Content-Type": "application/json", **kwargs.pop("headers", {})}
+        return cls(status=status, body=error_body(error_type, message), headers=headers, **kwargs)
+
+    def payload_for(self, received: Received) -> bytes:
+        """The message as JSON, or as server-sent events when the request streams."""
+        if self.body is not None or not _streams(received):
+            return self.payload()
+        message = self._message()
+        blocks = message.pop("content")
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("message_start", {"message": {**message, "content": [], "stop_reason": None}})
+        ]
+        for index, block in enumerate(blocks):
+            if block.get("type") == "tool_use":
+                start = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            else:
+                start = {**block, "text": ""}
+                delta = {"type": "text_delta", "text": block.get("text", "")}
+            events += [
+                ("content_block_start", {"index": index, "content_block": start}),
+                ("content_block_delta", {"index": index, "delta": delta}),
+                ("content_block_stop", {"index": index}),
+            ]
+        stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+        events += [
+            ("message_delta", {"delta": stop, "usage": {"output_tokens": 7}}),
+            ("message_stop", {}),
+        ]
+        return "".join(
+            f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
+            for name, data in events
+        ).encode()
 
     def payload(self) -> bytes:
         if self.body is not None:
             return self.body if isinstance(self.body, bytes) else self.body.encode()
+        return json.dumps(self._message()).encode()
+
+    def _message(self) -> dict[str, Any]:
         blocks = self.blocks if self.blocks is not None else []
         if self.blocks is None and self.text is not None:
             blocks = [text_block(self.text)]
@@ -82,7 +119,7 @@ class Reply:
             "stop_sequence": None,
             "usage": self.usage,
         }
-        return json.dumps(message).encode()
+        return message
 
 
 @dataclass
@@ -119,8 +156,9 @@ class FakeAnthropic(LoopbackServer[Reply, Received]):
         return _rejection(received)
 
     def extra_headers(self, received: Received) -> dict[str, str]:
-        """Every answer carries a request id, as the real API's do."""
-        return {"request-id": received.request_id}
+        """Every answer carries a request id, as the real API's do; a stream is an event stream."""
+        stream = {"Content-Type": "text/event-stream"} if _streams(received) else {}
+        return {"request-id": received.request_id, **stream}
 
     @property
     def base_url(self) -> str:
@@ -133,9 +171,13 @@ class FakeAnthropic(LoopbackServer[Reply, Received]):
             self.replies.append(Reply(text=reply) if isinstance(reply, str) else reply)
 
 
+def _streams(received: Received) -> bool:
+    return isinstance(received.body, dict) and received.body.get("stream") is True
+
+
 def _rejection(received: Received) -> Reply | None:
     """The real API's answer to a request it would refuse, or ``None``."""
-    if received.path != MESSAGES_PATH:
+    if received.path.partition("?")[0] != MESSAGES_PATH:
         return Reply.error(404, "not_found_error", "Not Found")
     if "anthropic-version" not in received.headers:
         return Reply.error(400, "invalid_request_error", "anthropic-version: header is required")

@@ -2,8 +2,9 @@
 
 An adapter is a small Python script in ``harness/adapters/``, run by coalmine's ``command``
 provider with the prompt on stdin, that calls the entry the way production does and prints the
-answer. Where the entry is an SDK object (a LangGraph graph, an OpenAI Agents SDK agent) it also
-appends every tool call the agent made to ``$COALMINE_TRAJECTORY``, so ``forbidden-tools`` and the
+answer. Where the entry is an SDK object (a LangGraph graph, an OpenAI Agents SDK agent) or a
+function calling the Claude Agent SDK or Gemini, it also appends every tool call the agent made
+to ``$COALMINE_TRAJECTORY``, so ``forbidden-tools`` and the
 tool-call graders see the real trajectory. It is the agent-runtime kit's
 ``harness/adapters/agent.py`` (reviewable, yours to edit; ``kits update`` merges the kit's new
 text with your edits), or written by ``init`` beside ``coalmine.yaml`` when that kit is not
@@ -76,8 +77,10 @@ def plan_agent(root: Path, entries: list[Entry]) -> AgentPlan:
     if not entries:
         return stand_in("nothing showed how the agent runs")
     entry = entries[0]
-    if entry.kind == "http-endpoint" and entry.extra.get("framework") == "nextjs":
-        return _route_adapter(entry)
+    if entry.kind == "http-endpoint" and (
+        entry.extra.get("framework") == "nextjs" or entry.extra.get("stream")
+    ):
+        return _route_adapter(entry)  # a streamed answer is read by the adapter
     if entry.kind == "http-endpoint":
         return _http(entry)
     if entry.kind == "agent-definition":
@@ -113,6 +116,8 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
         body = _AGENTS_SDK
     elif entry.kind == "project-script":
         body = _PROJECT_SCRIPT
+    elif entry.kind in ("sdk-function", "genkit-flow"):
+        body = _FUNCTION
     else:
         body = _SCRIPT
     values: dict[str, object] = {
@@ -126,6 +131,7 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
         "adapter": path,
         "runner": ["python3"],
         "env": _langgraph_env(root, entry) if entry.kind == "langgraph-graph" else None,
+        "param": entry.extra.get("param", ""),
     }
     if entry.extra.get("runtime") == "node" and entry.kind != "langgraph-graph":
         values.update(values_extra)
@@ -161,14 +167,17 @@ def _package_folder(root: Path, module: str, file: str) -> str:
 
 
 def _route_adapter(entry: Entry) -> AgentPlan:
-    """A Next.js route: the adapter posts as the app's own chat UI does and reads the stream."""
+    """A Next.js route or a streaming endpoint: the adapter posts as the app's own UI does.
+
+    It reads the answer as it comes: server-sent events, a data stream, JSON or text.
+    """
     route = entry.extra.get("route", "/api/chat")
     path = ADAPTER_PATH
     values = {
         "path": entry.path,
         "why": entry.why,
         "adapter": path,
-        "url": f"http://127.0.0.1:3000{route}",
+        "url": f"http://127.0.0.1:{_port(entry)}{route}",
         "field": entry.input.partition(":")[2] or "messages",
     }
     text = _header(values) + _ROUTE.format(**{k: repr(v) for k, v in values.items()})
@@ -188,7 +197,7 @@ def _route_adapter(entry: Entry) -> AgentPlan:
 def _http(entry: Entry) -> AgentPlan:
     field = entry.input.partition(":")[2] or "prompt"
     route = entry.extra.get("route", "/")
-    port = 5000 if entry.extra.get("framework") == "flask" else 8000
+    port = _port(entry)
     parts = [
         "provider: http",
         f"url: {json.dumps(f'http://127.0.0.1:{port}{route}')}",
@@ -201,6 +210,11 @@ def _http(entry: Entry) -> AgentPlan:
         "the answer is read at response_path of its JSON reply.",
     )
     return AgentPlan("{" + ", ".join(parts) + "}", entry.why, entry, notes=notes)
+
+
+def _port(entry: Entry) -> int:
+    """The port the framework's own dev server listens on."""
+    return {"flask": 5000, "nextjs": 3000}.get(entry.extra.get("framework", ""), 8000)
 
 
 def _definition(entry: Entry) -> AgentPlan:
@@ -373,6 +387,131 @@ if __name__ == "__main__":
 """
 )
 
+_FUNCTION = (
+    _IMPORT
+    + _TRAJECTORY
+    + '''
+import contextlib
+import inspect
+import io
+import typing
+
+PARAM = {param}
+SEEN = set()
+
+
+def watch(message):
+    """Record the tool calls a message carries (Claude Agent SDK blocks, Gemini calls), once."""
+    calls = [(getattr(b, "name", None), getattr(b, "input", None), getattr(b, "id", None))
+             for b in getattr(message, "content", None) or [] if hasattr(b, "input")]
+    calls += [(getattr(c, "name", None), getattr(c, "args", None), getattr(c, "id", None))
+              for c in getattr(message, "function_calls", None) or []]
+    for name, arguments, call_id in calls:
+        key = call_id or (name, json.dumps(arguments, sort_keys=True, default=str))
+        if key not in SEEN:
+            SEEN.add(key)
+            record(name, arguments, call_id)
+    return message
+
+
+def watch_claude_agent_sdk():
+    """Let the Claude Agent SDK's messages pass through watch() on their way to the function.
+
+    Done before the module is imported, so its `from claude_agent_sdk import query` gets the
+    watched one; the function still sees every message, unchanged.
+    """
+    try:
+        import claude_agent_sdk as sdk
+    except ImportError:
+        return
+    query, receive = sdk.query, sdk.ClaudeSDKClient.receive_messages
+
+    async def watched_query(*args, **kwargs):
+        async for message in query(*args, **kwargs):
+            yield watch(message)
+
+    async def watched_receive(self):
+        async for message in receive(self):
+            yield watch(message)
+
+    sdk.query = watched_query
+    sdk.ClaudeSDKClient.receive_messages = watched_receive
+
+
+def argument(function, prompt):
+    """The prompt as the parameter takes it: a string, or a pydantic model of one field."""
+    try:
+        kind = typing.get_type_hints(inspect.unwrap(function)).get(PARAM)
+    except Exception:  # annotations it cannot resolve: a string it is
+        kind = None
+    fields = getattr(kind, "model_fields", None)
+    if not fields:
+        return prompt
+    names = ("question", "prompt", "query", "message", "input", "text", "topic", "task")
+    name = next((n for n in names if n in fields), next(iter(fields)))
+    return kind(**{{name: prompt}})
+
+
+def text_of(value):
+    """The answer in what the function gave back."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return "".join(value)  # streamed tokens
+    if isinstance(value, (list, tuple)):  # messages: the result, else the last text said
+        for message in reversed(value):
+            if isinstance(getattr(message, "result", None), str):
+                return message.result
+        texts = [text_of(m) for m in value]
+        return next((t for t in reversed(texts) if t), "")
+    for key in ("result", "text", "final_output", "output_text", "output", "answer"):
+        found = getattr(value, key, None)
+        if isinstance(found, str):
+            return found
+    content = getattr(value, "content", None)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(getattr(b, "text", "") or "" for b in content)
+    if hasattr(value, "model_dump_json"):
+        return value.model_dump_json()
+    if isinstance(value, dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+async def call(function, prompt):
+    value = function(**{{PARAM: argument(function, prompt)}})
+    if inspect.isawaitable(value):
+        value = await value
+    if hasattr(value, "__aiter__"):
+        value = [watch(message) async for message in value]
+    elif inspect.isgenerator(value):
+        value = [watch(message) for message in value]
+    else:
+        watch(value)
+    return value
+
+
+def main():
+    prompt = sys.stdin.read()
+    watch_claude_agent_sdk()
+    function = getattr(importlib.import_module({module}), {symbol})
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):  # its prints are the answer only if it returns None
+        value = asyncio.run(call(function, prompt))
+    if value is None:
+        print(printed.getvalue().strip())
+    else:
+        sys.stderr.write(printed.getvalue())
+        print(text_of(value))
+
+
+if __name__ == "__main__":
+    main()
+'''
+)
+
 _RUN = '''
 def arguments(how, prompt):
     """The command line that hands the prompt over as the entry reads it."""
@@ -471,6 +610,21 @@ def body(prompt):
     return {{"id": uuid.uuid4().hex, "messages": [message]}}
 
 
+def delta_of(event):
+    \"\"\"The text an event carries: an AI SDK text delta, an OpenAI chunk, or a text field.\"\"\"
+    if not isinstance(event, dict):
+        return event if isinstance(event, str) else ""
+    if event.get("type") == "text-delta":
+        return event.get("delta") or event.get("textDelta") or ""
+    choices = event.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return (choices[0].get("delta") or {{}}).get("content") or ""
+    for key in ("delta", "token", "content", "text", "answer", "output"):
+        if isinstance(event.get(key), str) and event.get("type") in (None, "text", "token", key):
+            return event[key]
+    return ""
+
+
 def read_stream(response):
     \"\"\"The answer's text: a UI message stream (SSE), a data stream (0:"…"), JSON or text.\"\"\"
     kind = response.headers.get("Content-Type", "")
@@ -484,27 +638,35 @@ def read_stream(response):
     text = []
     for line in raw.splitlines():
         if line.startswith("data:"):
-            payload = line[5:].strip()
-            if not payload or payload == "[DONE]":
+            payload = line[6:] if line.startswith("data: ") else line[5:]  # one space, as SSE says
+            if payload.strip() in ("", "[DONE]"):
                 continue
             try:
                 event = json.loads(payload)
             except ValueError:
+                text.append(payload)  # a plain text token
                 continue
-            if event.get("type") == "text-delta":
-                text.append(event.get("delta") or event.get("textDelta") or "")
-            elif event.get("type") in ("tool-input-available", "tool-call"):
+            kind_of = event.get("type") if isinstance(event, dict) else None
+            if kind_of in ("tool-input-available", "tool-call"):
                 record(event.get("toolName"), event.get("input", event.get("args")),
                        event.get("toolCallId"))
-            elif event.get("type") == "error":
+            elif kind_of == "error":
                 sys.exit("the route streamed an error: " + str(event.get("errorText", event)))
+            else:
+                text.append(delta_of(event))
+        elif "event-stream" in kind:
+            continue  # event:, id:, retry: and comments
         elif len(line) > 2 and line[0].isdigit() and line[1] == ":":
-            value = json.loads(line[2:])
+            try:
+                value = json.loads(line[2:])
+            except ValueError:
+                text.append(line + "\\n")
+                continue
             if line[0] == "0":
                 text.append(value)
             elif line[0] == "9":
                 record(value.get("toolName"), value.get("args"), value.get("toolCallId"))
-        elif "event-stream" not in kind:
+        else:
             text.append(line + "\\n")
     return "".join(text).strip()
 

@@ -5,16 +5,21 @@ only (nothing is imported or run):
 
 - ``langgraph-graph`` (rank 100): ``langgraph.json`` names it (``"./f.py:graph"``);
 - ``agents-sdk-agent`` (90): ``X = Agent(…)`` of the OpenAI Agents SDK, the one ``Runner`` starts;
+- ``genkit-flow`` (85): a ``@ai.flow()`` function of Genkit, the unit Genkit serves and runs;
 - ``project-script`` (80): a ``[project.scripts]`` function of a package that calls an LLM SDK;
+- ``sdk-function`` (75): a function whose question parameter goes into an SDK call in its body
+  (``query(prompt=question, …)`` of the Claude Agent SDK, ``generate_content``, ``Runner.run``,
+  ``.invoke`` …); one that another such function of its module calls ranks a step lower;
 - ``script`` (70): a ``__main__`` script calling an LLM SDK that reads argv or stdin;
 - ``http-endpoint`` (60): a FastAPI/Flask POST route in a module that calls an LLM SDK;
 - ``agent-definition`` (50): ``.claude/agents/*.md`` with YAML front matter (``name:`` …).
 
 The SDK-level entries outrank the scripts around them because an adapter calling the graph or
 the agent object sees its tool calls (the trajectory the safety suites grade); a script shows
-only its printed answer. Within a rank, the shallower path wins, then the name. "Calls an LLM
-SDK" is the library table's ``agent-runtime:llm-sdk`` kind, judged per import: a module that
-only loads documents into a vector store is not an agent.
+only its printed answer. But an agent or function that a script of the repository runs drops to
+65, below that script: the script passes what production passes. Within a rank, the shallower
+path wins, then the name. "Calls an LLM SDK" is the library table's ``agent-runtime:llm-sdk``
+kind, judged per import: a module that only loads documents into a vector store is not an agent.
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from coalmine.harness.profile.scan import read_text, walk
 from coalmine.harness.profile.signals import FRONT_MATTER, js_imports, python_imports
+from coalmine.harness.profile.tools import tool_functions
 
 __all__ = ["Entry", "find_entries", "module_of"]
 
@@ -48,7 +54,7 @@ class Entry:
     """The graph, agent object or function (``None`` for a script or a definition file)."""
     input: str = "stdin"
     """How the prompt goes in: ``messages``, ``prompt``, ``argv``, ``option:--question``,
-    ``stdin``, ``json-field:<name>``, ``system-prompt``."""
+    ``stdin``, ``json-field:<name>``, ``param:<name>``, ``system-prompt``."""
     extra: dict[str, str] = field(default_factory=dict)
     """Kind-specific details: a script's name, a route's path and method, a response key."""
 
@@ -73,6 +79,9 @@ _RUNNER = re.compile(
 _ROUTE = re.compile(
     r"(?m)^@(\w+)\.(?:(post)\(\s*['\"]([^'\"]+)['\"]"
     r"|route\(\s*['\"]([^'\"]+)['\"][^)]*methods\s*=\s*\[[^\]]*['\"]POST['\"])"
+)
+_STREAMS = re.compile(
+    r"\b(?:StreamingResponse|EventSourceResponse|stream_with_context)\(|text/event-stream"
 )
 _DEF = re.compile(r"(?m)^(?:async\s+)?def\s+(\w+)\s*\(([^)]*)\)")
 _PROMPT_FIELDS = ("message", "question", "prompt", "query", "input", "text", "content")
@@ -128,6 +137,7 @@ def find_entries(root: Path) -> list[Entry]:
             if entry is not None:
                 found.append(entry)
         found += _http_routes(rel, text)
+        found += _functions(rel, text)
     found += _project_scripts(root, sources, calls_llm)
     found += _package_scripts(root, package_jsons, js_scripts)
     found = _demote_run_agents(found, sources)
@@ -155,28 +165,48 @@ _RUNS_FILE = re.compile(
 )
 
 
-def _demote_run_agents(found: list[Entry], sources: dict[str, str]) -> list[Entry]:
-    """An Agents SDK agent that a script of the repository runs is best called through it.
+_RUNS = {
+    "agents-sdk-agent": r"Runner\.run\w*\(\s*(?:starting_agent\s*=\s*)?{symbol}\b",
+    "sdk-function": r"(?<![\w.]){symbol}\(",
+    "genkit-flow": r"(?<![\w.]){symbol}\(",
+}
 
-    The script passes what production passes (a ``context=``, ``max_turns``, a session), which
-    an adapter calling the agent object would leave out; the agent stays, as an alternative.
+
+def _demote_run_agents(found: list[Entry], sources: dict[str, str]) -> list[Entry]:
+    """An agent or function that a script of the repository runs is best called through it.
+
+    The script passes what production passes (a ``context=``, ``max_turns``, a session, the
+    options it builds), which an adapter calling the object would leave out; the object stays,
+    as an alternative.
     """
     scripts = {e.path for e in found if e.kind in ("script", "project-script")}
+
+    def runner(entry: Entry) -> str | None:
+        pattern = _RUNS.get(entry.kind)
+        if not pattern or not entry.symbol:
+            return None
+        found_in = (
+            p
+            for p in sorted(scripts)
+            if (p != entry.path or entry.kind == "agents-sdk-agent")
+            and re.search(pattern.format(symbol=re.escape(entry.symbol)), sources[p])
+        )
+        return next(found_in, None)
+
+    runs = {id(e): r for e in found if (r := runner(e))}
+    run_files = {e.path for e in found if id(e) in runs and e.kind == "sdk-function"}
     out = []
     for entry in found:
-        runs = (
-            [
-                p
-                for p in scripts
-                if entry.symbol and re.search(rf"Runner\.run\w*\(\s*{entry.symbol}\b", sources[p])
-            ]
-            if entry.kind == "agents-sdk-agent"
-            else []
-        )
-        if runs:
-            why = f"{entry.why}; {runs[0]} runs it, as production does, so that is the entry"
-            entry = Entry(entry.kind, 65, entry.path, why, entry.line, entry.symbol, entry.input)
-        out.append(entry)
+        script = runs.get(id(entry))
+        if script is not None:
+            why = f"{entry.why}; {script} runs it, as production does, so that is the entry"
+            rank = 65
+        elif entry.kind == "sdk-function" and entry.path in run_files:
+            why, rank = f"{entry.why}; a script runs a function of its module", 64
+        else:
+            out.append(entry)
+            continue
+        out.append(replace(entry, rank=rank, why=why))
     return out
 
 
@@ -343,6 +373,75 @@ def _agents_sdk(rel: str, text: str) -> list[Entry]:
     ]
 
 
+_QUESTION_PARAM = re.compile(
+    r"^\*?\s*(question|prompt|query|message|user_input|user_message|user_query|task"
+    r"|input|text|topic)\b\s*(?::\s*([\w.\[\]| ]+?))?\s*(?:=.*)?$"
+)
+_SDK_CALL = re.compile(
+    r"(?<![\w.])query\(|\.query\(|\.aquery\(|generate_content(?:_stream)?\(|\.generate\("
+    r"|\.generate_stream\(|Runner\.run\w*\(|\.a?invoke\(|\.a?stream\(|\.create\(|\.a?chat\("
+    r"|\.complete\(|(?<![\w.])a?completion\(|\.send_message\(|\.a?run\("
+)
+_FLOW = re.compile(r"@\w+\.flow\(")
+_ROUTE_DECORATOR = re.compile(
+    r"@\w+\.(?:get|post|put|patch|delete|route|api_route|websocket)\(|@\w+\.(?:tool|command)\b"
+)
+
+
+def _functions(rel: str, text: str) -> list[Entry]:
+    """Functions that take the question and pass it into an SDK call, and Genkit flows."""
+    defs = list(_DEF.finditer(text))
+    bodies = []
+    for i, m in enumerate(defs):  # a body ends at the next line that is not indented
+        body = text[m.end() : defs[i + 1].start() if i + 1 < len(defs) else len(text)]
+        e = re.compile(r"(?m)^[^\s#@)]").search(body, body.find("\n") + 1)  # not the def line
+        bodies.append(body[: e.start()] if e else body)
+    genkit = "sdk:genkit" in _sdks(text)
+    tools = tool_functions(text)  # the agent's tools are not its entry
+    candidates: dict[str, tuple[re.Match[str], str, str, bool]] = {}
+    for m, body in zip(defs, bodies, strict=True):
+        name, params = m[1], [p.strip() for p in m[2].split(",") if p.strip()]
+        if name.startswith(("_", "test")) or not params or name in tools:
+            continue
+        decorators = text[max(0, m.start() - 300) : m.start()].rstrip().rsplit("\n\n", 1)[-1]
+        if _ROUTE_DECORATOR.search(decorators):
+            continue  # a web handler: called through its route, with a request
+        flow = genkit and bool(_FLOW.search(decorators))
+        param = next((q for p in params if (q := _QUESTION_PARAM.match(p))), None)
+        if flow:
+            first = re.match(r"\*?\s*(\w+)", params[0])
+            candidates[name] = (m, body, param[1] if param else first[1] if first else name, True)
+        elif param is not None and re.search(rf"\b{param[1]}\b", body):
+            candidates[name] = (m, body, param[1], False)
+    # an SDK call in the body, or a call of a function of the module that makes one
+    reaching = {n for n, (_, body, _, flow) in candidates.items() if flow or _SDK_CALL.search(body)}
+    while grown := {
+        n
+        for n, (_, body, _, _) in candidates.items()
+        if n not in reaching and any(re.search(rf"(?<![\w.]){r}\(", body) for r in reaching)
+    }:
+        reaching |= grown
+    out = []
+    for name in sorted(reaching, key=lambda n: candidates[n][0].start()):
+        m, body, param_name, flow = candidates[name]
+        called = any(re.search(rf"(?<![\w.]){name}\(", b) for b in bodies if b is not body)
+        line = _line(text, m.start())
+        kind, rank = ("genkit-flow", 85) if flow else ("sdk-function", 74 if called else 75)
+        what = "is a Genkit flow" if flow else f"passes its {param_name!r} into an SDK call"
+        why = f"{rel}:{line} {name}({param_name}) {what}"
+        if called and not flow:
+            why += " (another function of the module calls it)"
+        extra = {"param": param_name, "async": "yes" if m[0].startswith("async") else ""}
+        out.append(
+            Entry(kind, rank, rel, why, line, name, input=f"param:{param_name}", extra=extra)
+        )
+    return out
+
+
+def _sdks(text: str) -> set[str]:
+    return {k for _, kinds in python_imports(text) for k in kinds}
+
+
 def _script_input(text: str) -> str | None:
     positional = _ARGPARSE_POSITIONAL.search(text)
     if positional:
@@ -387,6 +486,8 @@ def _http_routes(rel: str, text: str) -> list[Entry]:
         why = (
             f"{rel}:{_line(text, m.start())} serves POST {route} ({framework}); it calls an LLM SDK"
         )
+        if _STREAMS.search(body):
+            why += " and streams the answer"
         out.append(
             Entry(
                 "http-endpoint",
@@ -400,6 +501,7 @@ def _http_routes(rel: str, text: str) -> list[Entry]:
                     "route": route,
                     "framework": framework.lower(),
                     "response": returned[1] if returned else "",
+                    "stream": "yes" if _STREAMS.search(body) else "",
                 },
             )
         )

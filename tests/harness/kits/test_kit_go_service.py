@@ -136,3 +136,19 @@ def test_windows_build_checks_the_contract_before_building(tmp_path: Path) -> No
     assert "service.package './cmd/other' is not in packages" in result.stderr
     assert "lifecycle has no start, stop step" in result.stderr
     assert box.calls("go") == []
+
+
+def test_windows_build_builds_each_package_in_its_own_module(tmp_path: Path) -> None:
+    """Two modules and no go.work: go builds a module's packages only from inside it."""
+    box = make_sandbox(tmp_path, go_mains=["./cmd/cli", "./services/api/cmd/api"])
+    (box.root / "services" / "api" / "cmd" / "api").mkdir(parents=True)
+    (box.root / "services" / "api" / "go.mod").write_text("module example.com/api\n")
+    box.shim("go", body=FAKE_BUILD)
+    result = box.run("gates/windows-build.sh")
+    assert result.returncode == 0, result.stderr
+    calls = [
+        (Path(c["cwd"]).relative_to(box.root).as_posix(), c["argv"][3:]) for c in box.calls("go")
+    ]
+    assert calls == [(".", ["./cmd/cli"]), ("services/api", ["./cmd/api"])]
+    assert "go build ./cmd/api (in module services/api)" in result.stdout
+    assert "built cli.exe" in result.stdout and "built api.exe" in result.stdout

@@ -75,6 +75,19 @@ def test_each_entry_is_found_in_each_of_its_ecosystems(
     assert set(library.kinds) <= _kinds(tmp_path)
 
 
+SUBMODULES = [c for c in CASES if c[2] == "python" and ":" not in c[3] and "." in c[3]]
+
+
+@pytest.mark.parametrize(
+    ("library", "spec"), [(c[1], c[3]) for c in SUBMODULES], ids=[c[0] for c in SUBMODULES]
+)
+def test_a_submodule_imported_by_name_is_found(tmp_path: Path, library: Library, spec: str) -> None:
+    """``from google import genai`` imports ``google.genai``, as the SDK's own docs write it."""
+    parent, _, last = spec.rpartition(".")
+    (tmp_path / "app.py").write_text(f"from {parent} import {last}\n")
+    assert set(library.kinds) <= _kinds(tmp_path)
+
+
 COMMENTED = [
     c
     for c in CASES

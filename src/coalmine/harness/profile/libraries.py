@@ -86,7 +86,8 @@ class Table:
         """The kinds of ``from module import names`` (or ``import module`` when no names).
 
         Each name is looked up on its own, from the longest module prefix down; at one prefix
-        a rule for that name beats the module's bare rule.
+        a rule for that name beats the module's bare rule. A name may be a submodule:
+        ``from google import genai`` is ``google.genai``.
         """
         parts = module.split(".")
         if parts[0] not in self.python_tops:
@@ -94,11 +95,12 @@ class Table:
         wanted = list(names) or [""]
         found: set[str] = set()
         for name in wanted:
-            for end in range(len(parts), 0, -1):
-                rule = self.python_rules.get(".".join(parts[:end]))
+            path = [*parts, name] if name else parts
+            for end in range(len(path), 0, -1):
+                rule = self.python_rules.get(".".join(path[:end]))
                 if rule is None:
                     continue
-                kinds = rule.named.get(name) if name else None
+                kinds = rule.named.get(name) if name and end == len(parts) else None
                 if kinds is None:
                     kinds = rule.bare or None
                 if kinds is not None:

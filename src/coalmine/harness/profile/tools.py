@@ -29,7 +29,7 @@ from typing import TypedDict
 
 from coalmine.harness.profile.scan import read_text, walk
 
-__all__ = ["DANGER", "McpServer", "Tool", "find_tools"]
+__all__ = ["DANGER", "McpServer", "Tool", "find_tools", "tool_functions"]
 
 MAX_TOOLS = 60
 DANGER = {
@@ -169,6 +169,17 @@ def _tool(rel: str, text: str, pos: int, name: str, description: str = "") -> To
         server=None,
         danger=danger_of(name, description),
     )
+
+
+def tool_functions(text: str) -> set[str]:
+    """The Python functions of ``text`` that are tools (decorated, or listed in ``tools=[…]``)."""
+    defs = set(re.findall(r"(?m)^(?:async[ \t]+)?def[ \t]+(\w+)", text))
+    listed = {
+        word
+        for m in _TOOL_LIST.finditer(text)
+        for word in re.findall(r"\b([A-Za-z_]\w*)\b", m[1] or m[2])
+    }
+    return {m[3] for m in _PY_DECORATED.finditer(text)} | (listed & defs)
 
 
 def _declared(rel: str, text: str) -> list[Tool]:

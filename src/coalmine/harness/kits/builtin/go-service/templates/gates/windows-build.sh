@@ -90,8 +90,34 @@ done <<<"$plan"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 arch=${WINDOWS_GOARCH:-amd64}
-echo "windows-build: GOOS=windows GOARCH=$arch go build ${packages[*]}"
-GOOS=windows GOARCH=$arch go build -o "$out/" "$@" "${packages[@]}"
+# Each module builds its own packages (the nearest go.mod above each), so a repository of
+# several modules builds without a go.work; with one, go finds it from each module too.
+module_of() {
+  local dir=${1#./}
+  dir=${dir%/...}
+  while [ -n "$dir" ] && [ "$dir" != "." ] && [ ! -f "$dir/go.mod" ]; do
+    case $dir in */*) dir=${dir%/*} ;; *) dir=. ;; esac
+  done
+  echo "${dir:-.}"
+}
+declare -A inside=()
+modules=()
+for package in "${packages[@]}"; do
+  module=$(module_of "$package")
+  rel=${package#./}
+  [ "$module" = "." ] || rel=${rel#"$module"}
+  rel=./${rel#/}
+  [ "$rel" = "./" ] && rel=.
+  [ -n "${inside[$module]+x}" ] || modules+=("$module")
+  inside[$module]="${inside[$module]:-}${inside[$module]:+ }$rel"
+done
+for module in "${modules[@]}"; do
+  read -r -a these <<<"${inside[$module]}"
+  where=""
+  [ "$module" = "." ] || where=" (in module $module)"
+  echo "windows-build: GOOS=windows GOARCH=$arch go build ${these[*]}$where"
+  (cd "$module" && GOOS=windows GOARCH=$arch go build -o "$out/" "$@" "${these[@]}")
+done
 
 for built in "$out"/*; do
   [ -e "$built" ] && echo "windows-build: built ${built##*/}"
