@@ -443,3 +443,109 @@ def test_a_streaming_endpoint_is_read_by_the_route_adapter(tmp_path: Path) -> No
     assert plan.adapter_text is not None
     assert "or 'http://127.0.0.1:8000/chat/stream'" in plan.adapter_text
     assert "FIELD = 'message'" in plan.adapter_text
+
+
+def test_a_genkit_js_flow_is_called_through_node_with_its_input_field(tmp_path: Path) -> None:
+    root = write(
+        tmp_path / "repo",
+        {
+            # a stand-in for the genkit package (its defineFlow returns the callable flow)
+            "node_modules/genkit/package.json": '{"name": "genkit", "type": "module",'
+            ' "exports": "./index.js"}\n',
+            "node_modules/genkit/index.js": """
+                export const z = { object: (shape) => shape, string: () => "string" };
+                export const genkit = () => ({ defineFlow: (config, fn) => fn });
+            """,
+            "src/flows.mjs": """
+                import { genkit, z } from "genkit";
+
+                const ai = genkit({ plugins: [] });
+
+                export const supportFlow = ai.defineFlow(
+                  { name: "supportFlow", inputSchema: z.object({ question: z.string() }),
+                    outputSchema: z.string() },
+                  async ({ question }) => "You asked: " + question.trim(),
+                );
+            """,
+        },
+    )
+    [entry] = find_entries(root)
+    assert (entry.kind, entry.rank, entry.symbol, entry.extra) == (
+        "genkit-flow", 85, "supportFlow", {"runtime": "node", "field": "question"}
+    )  # fmt: skip
+    assert entry.where == "src/flows.mjs:5"
+    plan = plan_agent(root, [entry])
+    assert plan.adapter_path is not None and plan.adapter_text is not None
+    (root / plan.adapter_path).parent.mkdir(parents=True)
+    (root / plan.adapter_path).write_text(plan.adapter_text)
+    done = subprocess.run(
+        [sys.executable, plan.adapter_path],
+        input="Where is my refund?\n",
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "You asked: Where is my refund?\n"
+
+
+def test_a_genkit_flow_is_awaited_with_its_input_model(tmp_path: Path) -> None:
+    root = write(
+        tmp_path / "repo",
+        {
+            # a stand-in for Genkit: ai.flow() wraps the function, ai.generate answers
+            "genkit/__init__.py": "",
+            "genkit/ai.py": """
+                import functools, types
+
+                class Genkit:
+                    def __init__(self, model=None):
+                        self.model = model
+
+                    def flow(self):
+                        def wrap(fn):
+                            @functools.wraps(fn)
+                            async def flow(*args, **kwargs):
+                                return await fn(*args, **kwargs)
+                            return flow
+                        return wrap
+
+                    async def generate(self, prompt):
+                        return types.SimpleNamespace(text="Plan: " + prompt)
+            """,
+            "flows.py": """
+                from genkit.ai import Genkit
+                from pydantic import BaseModel
+
+                ai = Genkit(model="googleai/gemini-2.5-flash")
+
+                class Trip(BaseModel):
+                    nights: int = 1
+                    destination: str
+
+                @ai.flow()
+                async def plan_trip(trip: Trip):
+                    response = await ai.generate(prompt=f"a day in {trip.destination.strip()}")
+                    return response
+            """,
+        },
+    )
+    entries = find_entries(root)
+    assert [(e.kind, e.symbol) for e in entries] == [("genkit-flow", "plan_trip")]
+    plan = plan_agent(root, entries)
+    assert plan.adapter_path is not None and plan.adapter_text is not None
+    (root / plan.adapter_path).parent.mkdir(parents=True)
+    (root / plan.adapter_path).write_text(plan.adapter_text)
+    done = subprocess.run(
+        [sys.executable, plan.adapter_path],
+        input="Lisbon\n",
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Plan: a day in Lisbon\n"  # Trip(destination=...) built, .text read

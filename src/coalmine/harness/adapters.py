@@ -103,6 +103,8 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
         folder = _package_folder(root, module, entry.path)
     if entry.kind == "langgraph-graph" and entry.extra.get("runtime") == "node":
         body = _LANGGRAPH_JS
+    elif entry.kind == "genkit-flow" and entry.extra.get("runtime") == "node":
+        body = _FLOW_JS
     elif entry.extra.get("runtime") == "node":
         package = entry.extra.get("package", str(Path(entry.path).parent))
         inside = Path(entry.path).relative_to(package).as_posix() if package != "." else entry.path
@@ -132,8 +134,12 @@ def _adapter(root: Path, entry: Entry) -> AgentPlan:
         "runner": ["python3"],
         "env": _langgraph_env(root, entry) if entry.kind == "langgraph-graph" else None,
         "param": entry.extra.get("param", ""),
+        "field": entry.extra.get("field", ""),
     }
-    if entry.extra.get("runtime") == "node" and entry.kind != "langgraph-graph":
+    if entry.extra.get("runtime") == "node" and entry.kind not in (
+        "langgraph-graph",
+        "genkit-flow",
+    ):
         values.update(values_extra)
     text = _header(values) + body.format(**{k: repr(v) for k, v in values.items()})
     line = f"{{provider: command, argv: {_python_argv(path)}}}"
@@ -448,7 +454,8 @@ def argument(function, prompt):
     if not fields:
         return prompt
     names = ("question", "prompt", "query", "message", "input", "text", "topic", "task")
-    name = next((n for n in names if n in fields), next(iter(fields)))
+    texts = [n for n, f in fields.items() if getattr(f, "annotation", None) is str]
+    name = next((n for n in names if n in fields), (texts or list(fields))[0])
     return kind(**{{name: prompt}})
 
 
@@ -720,8 +727,25 @@ const text = typeof content === "string" ? content
 process.stdout.write(text + "\n");
 """
 
-_LANGGRAPH_JS = (
-    """
+_FLOW_PROGRAM = r"""
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+const [file, name, field] = process.argv.slice(2);
+const mod = await import(pathToFileURL(file).href);
+const flow = mod[name] ?? mod.default?.[name];
+const prompt = readFileSync(0, "utf8");
+const output = await flow(field ? { [field]: prompt } : prompt);
+const text = typeof output === "string" ? output
+  : typeof output?.text === "string" ? output.text : JSON.stringify(output);
+process.stdout.write(text + "\n");
+"""
+
+
+def _node_runner(what: str, program: str, extra: str) -> str:
+    """An adapter that has node (tsx for TypeScript) run a small ES module beside the entry."""
+    return (
+        """
 import os
 import subprocess
 import sys
@@ -729,24 +753,27 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-GRAPH = ROOT / {path}
+ENTRY = ROOT / {path}
 NAME = {symbol}
-# LangGraph.js: a small ES module imports the graph and invokes it, run by node (tsx for
-# TypeScript, from the repository's node_modules), with the prompt on stdin.
-RUNNER = ["npx", "tsx"] if GRAPH.suffix in (".ts", ".mts", ".tsx") else ["node"]
+"""
+        + f"# {what}: a small ES module imports it and calls it, run by node (tsx for\n"
+        + """# TypeScript, from the repository's node_modules), with the prompt on stdin.
+RUNNER = ["npx", "tsx"] if ENTRY.suffix in (".ts", ".mts", ".tsx") else ["node"]
 PROGRAM = """
-    + repr(_GRAPH_JS).replace("{", "{{").replace("}", "}}")  # kept whole by .format
-    + """
+        + repr(program).replace("{", "{{").replace("}", "}}")  # kept whole by .format
+        + """
 
 
 def main():
     prompt = sys.stdin.read()
-    with tempfile.TemporaryDirectory(prefix="coalmine-graph-") as folder:
+    with tempfile.TemporaryDirectory(prefix="coalmine-node-") as folder:
         runner = Path(folder) / "invoke.mjs"
         runner.write_text(PROGRAM, encoding="utf-8")
+        argv = [*RUNNER, str(runner), str(ENTRY), NAME"""
+        + extra
+        + """]
         try:
-            done = subprocess.run([*RUNNER, str(runner), str(GRAPH), NAME], input=prompt,
-                                  text=True, cwd=ROOT)
+            done = subprocess.run(argv, input=prompt, text=True, cwd=ROOT)
         except OSError as exc:
             sys.exit(f"cannot run {{RUNNER[0]}}: {{exc}}")
     sys.exit(done.returncode)
@@ -755,4 +782,8 @@ def main():
 if __name__ == "__main__":
     main()
 """
-)
+    )
+
+
+_LANGGRAPH_JS = _node_runner("LangGraph.js", _GRAPH_JS, "")
+_FLOW_JS = _node_runner("A Genkit flow", _FLOW_PROGRAM, ", {field}")

@@ -5,7 +5,8 @@ only (nothing is imported or run):
 
 - ``langgraph-graph`` (rank 100): ``langgraph.json`` names it (``"./f.py:graph"``);
 - ``agents-sdk-agent`` (90): ``X = Agent(…)`` of the OpenAI Agents SDK, the one ``Runner`` starts;
-- ``genkit-flow`` (85): a ``@ai.flow()`` function of Genkit, the unit Genkit serves and runs;
+- ``genkit-flow`` (85): a Genkit flow (``@ai.flow()``, or ``ai.defineFlow(…)`` in TypeScript),
+  the unit Genkit serves and runs;
 - ``project-script`` (80): a ``[project.scripts]`` function of a package that calls an LLM SDK;
 - ``sdk-function`` (75): a function whose question parameter goes into an SDK call in its body
   (``query(prompt=question, …)`` of the Claude Agent SDK, ``generate_content``, ``Runner.run``,
@@ -117,9 +118,11 @@ def find_entries(root: Path) -> list[Entry]:
             if entry is not None:
                 found.append(entry)
         elif rel.endswith(_JS_EXTS + (".cjs", ".tsx")):
-            entry = _js_script(rel, read_text(path) or "")
+            text = read_text(path) or ""
+            entry = _js_script(rel, text)
             if entry is not None:
                 js_scripts[rel] = entry
+            found += _js_flows(rel, text)
         elif rel.rsplit("/", 1)[-1] == "package.json":
             package_jsons.append(rel)
         elif rel.rsplit("/", 1)[-1] == "langgraph.json":
@@ -227,6 +230,30 @@ def _js_script(rel: str, text: str) -> Entry | None:
     at = argv if argv is not None else stdin
     line = _line(text, at.start()) if at is not None else None
     return Entry("script", 70, rel, why, line, input=how, extra={"runtime": "node"})
+
+
+_JS_FLOW = re.compile(
+    r"(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:[\w$]+\.)?defineFlow\(\s*"
+    r"(?:\{(?P<config>[^{}]*(?:\{[^{}]*\}[^{}]*)*?)\}|['\"`](?P<name>[\w-]+)['\"`])"
+)
+_JS_OBJECT_FIELD = re.compile(r"inputSchema\s*:\s*z\.object\(\s*\{\s*([A-Za-z_$][\w$]*)\s*:")
+
+
+def _js_flows(rel: str, text: str) -> list[Entry]:
+    """Genkit flows (``const f = ai.defineFlow({name, inputSchema …}, async (input) => …)``)."""
+    if "defineFlow" not in text or not any("sdk:genkit" in k for _, k in js_imports(text)):
+        return []
+    out = []
+    for m in _JS_FLOW.finditer(text):
+        tail = text[m.start() : m.start() + 600]
+        field = _JS_OBJECT_FIELD.search(tail)
+        why = f"{rel}:{_line(text, m.start())} defines the Genkit flow {m[1]!r}"
+        extra = {"runtime": "node", "field": field[1] if field else ""}
+        if field:
+            why += f" (its input's {field[1]!r} takes the question)"
+        line = _line(text, m.start())
+        out.append(Entry("genkit-flow", 85, rel, why, line, m[1], input="param", extra=extra))
+    return out
 
 
 def _package_scripts(
