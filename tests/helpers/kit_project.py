@@ -47,6 +47,7 @@ EMPTY_FACTS: dict[str, Any] = {
     "dangerous_tools": {"destroy": [], "pay": [], "send": [], "execute": [], "change": []},
     "agent_files": [],
     "agent_adapter": "",
+    "redteam": {},
     "node_package_manager": None,
     "dev_command": None,
 }

@@ -93,8 +93,8 @@ _BUILTINS: dict[str, tuple[str, ...]] = {
         "hit_rate@k", "map", "map@k", "mrr", "mrr@k", "ndcg@k", "ndcg_exp@k", "precision@k",
         "recall@k",
     ),
-    "tools": ("forbidden-tools", "tool-args-match", "tool-call-exact", "tool-call-f1",
-              "tool-sequence"),
+    "tools": ("forbidden-tool-args", "forbidden-tools", "tool-args-match", "tool-call-exact",
+              "tool-call-f1", "tool-sequence"),
     "rubric": ("context-faithfulness", "context-recall", "llm-rubric"),
     "python": ("python",),
 }  # fmt: skip

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,6 +55,7 @@ from coalmine.harness.profile import Profile, Signal, profile_repository
 from coalmine.harness.profile.facts import collect_facts
 from coalmine.harness.profile.scan import IgnoreFile
 from coalmine.providers.base import provider_settings
+from coalmine.redteam.suites import render_suites, selection
 
 __all__ = [
     "Action",
@@ -179,12 +180,22 @@ def render_context(
     if agent is None and adapter_wanted(root):
         agent = plan_agent(root, find_entries(root))
     facts["agent_adapter"] = (agent.adapter_text or "") if agent is not None else ""
+    facts["redteam"] = _redteam_suites(facts, parameters)
     return {
         "project": parameters["project"],
         "agent": parameters["agent"],
         "signals": {s.kind: [e.model_dump() for e in s.evidence] for s in signals},
         "facts": facts,
     }
+
+
+def _redteam_suites(facts: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, Any]:
+    """The red-team kit's suites, as the manifest's ``redteam.*`` parameters select them."""
+    try:
+        chosen = selection(parameters, facts)
+    except ValueError as exc:
+        raise ConfigError(f"parameters: {exc}", path=Path(MANIFEST_PATH)) from None
+    return render_suites(facts, chosen, parameters["project"], parameters["agent"])
 
 
 def plan_init(root: Path, *, kits: Iterable[str] = ()) -> InitPlan:

@@ -52,6 +52,15 @@ def test_config_starts_the_dev_server_and_reads_base_url() -> None:
     assert 'testDir: "."' in config
 
 
+def test_config_takes_the_browser_from_coalmine_chromium() -> None:
+    config = render("web-app", make_context())[CONFIG].text
+    assert (
+        "// COALMINE_CHROMIUM=/usr/lib/chromium/chromium runs the tests in that Chromium" in config
+    )
+    assert "const chromium = process.env.COALMINE_CHROMIUM || undefined;" in config
+    assert "launchOptions: chromium ? { executablePath: chromium } : {}," in config
+
+
 def test_sveltekit_routes_default_to_vites_port() -> None:
     signals = {"web-ui:routes": [{"path": "src/routes/+page.svelte", "line": None}]}
     files = render("web-app", make_context(facts={"routes": ["/"]}, signals=signals))
@@ -108,6 +117,21 @@ def test_web_smoke_without_playwright_installed_gives_a_hint(tmp_path: Path) -> 
     assert "@playwright/test is not installed" in result.stderr
     assert "yarn add --dev @playwright/test" in result.stderr
     assert box.calls() == []
+
+
+def test_web_smoke_documents_coalmine_chromium_and_checks_it(tmp_path: Path) -> None:
+    box = make_sandbox(tmp_path)
+    assert "#   COALMINE_CHROMIUM   a Chromium executable" in box.files["gates/web-smoke.sh"].text
+    box.shim("npx")
+    result = box.run("gates/web-smoke.sh", env={"COALMINE_CHROMIUM": "/no/such/chromium"})
+    assert result.returncode == 127
+    assert "COALMINE_CHROMIUM=/no/such/chromium is not an executable" in result.stderr
+    assert box.calls() == []
+    chromium = box.bin / "chromium"
+    chromium.write_text("#!/bin/sh\n", encoding="utf-8")
+    chromium.chmod(0o755)
+    assert box.run("gates/web-smoke.sh", env={"COALMINE_CHROMIUM": str(chromium)}).returncode == 0
+    assert len(box.calls("npx")) == 1
 
 
 def test_a11y_needs_axe(tmp_path: Path) -> None:

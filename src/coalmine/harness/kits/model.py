@@ -100,8 +100,9 @@ class KitSpec(BaseModel):
     title: str
     risk: str
     """What risk the kit covers."""
-    applies_when: tuple[str, ...] = Field(alias="appliesWhen", min_length=1)
-    """Signal kinds of which any one makes the kit apply."""
+    applies_when: tuple[str, ...] = Field(alias="appliesWhen")
+    """Signal kinds of which any one makes the kit apply; none: the kit is adopted only when
+    asked for by name (``init --kit``, or the red-team kit by ``redteam generate``)."""
     writes: tuple[str, ...] = Field(min_length=1)
     commands: tuple[KitCommand, ...] = ()
     evolution_rules: tuple[EvolutionRule, ...] = Field((), alias="evolutionRules")

@@ -59,6 +59,8 @@ class Facts(TypedDict):
     agent_files: list[str]
     agent_adapter: str
     """The agent adapter's text (set by ``init``'s render context; empty here)."""
+    redteam: dict[str, dict[str, str]]
+    """The red-team suites, surface → ``{"yaml", "jsonl"}`` (set by the render context)."""
     node_package_manager: str | None
     dev_command: str | None
 
@@ -92,6 +94,7 @@ def collect_facts(root: Path, signals: list[Signal]) -> Facts:
         dangerous_tools=dangerous,
         agent_files=paths.get("agent-runtime:agent-definitions", []),
         agent_adapter="",
+        redteam={},
         node_package_manager=manager,
         dev_command=_dev_command(root, manager),
     )
