@@ -62,7 +62,7 @@ def init_command(kits: tuple[str, ...], apply: bool, dry_run: bool, diff: bool, 
         adopted = ", ".join(plan.adopted) or "none"
         click.echo(f"nothing new to propose (adopted: {adopted}); see `coalmine kits status`")
         return 0
-    _show_changes(plan.changes, diff)
+    show_changes(plan.changes, diff)
     accept = _acceptor(apply, dry_run)
     if accept is None:
         count = sum(c.writes for c in plan.changes)
@@ -167,7 +167,7 @@ def kits_update_command(
     if plan.empty:
         click.echo("the harness is up to date with its kits")
         return 0
-    _show_changes(plan.changes, diff)
+    show_changes(plan.changes, diff)
     accept = _acceptor(apply, dry_run)
     if accept is None:
         click.echo("dry run: nothing written. `coalmine kits update --apply` writes it.")
@@ -300,7 +300,7 @@ def _render_proposals(plan: InitPlan) -> str:
     lines = [f"profiled {plan.profile.files_scanned} files in {plan.root}"]
     if not plan.proposals:
         return "\n".join(lines)
-    lines += _render_agent(plan)
+    lines += render_agent(plan)
     lines.append("kits proposed:")
     for proposal in plan.proposals:
         spec = proposal.kit.spec
@@ -318,8 +318,11 @@ def _render_proposals(plan: InitPlan) -> str:
     return "\n".join(lines)
 
 
-def _render_agent(plan: InitPlan) -> list[str]:
-    """What coalmine.yaml's agent will call, and why (or that it is a stand-in)."""
+def render_agent(plan: InitPlan) -> list[str]:
+    """What coalmine.yaml's agent will call, and why (or that it is a stand-in).
+
+    ``redteam generate`` shows these lines too when it proposes the config.
+    """
     agent = plan.agent
     if agent is None:
         return []
@@ -341,7 +344,8 @@ def _render_agent(plan: InitPlan) -> list[str]:
     return lines
 
 
-def _show_changes(changes: Sequence[FileChange], diff: bool) -> None:
+def show_changes(changes: Sequence[FileChange], diff: bool) -> None:
+    """Print each file's planned action (and lessons), then the diffs when ``diff``."""
     click.echo("files:")
     for change in changes:
         owner = f"  ({change.kit})" if change.kit else ""

@@ -85,6 +85,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "profile_command",
         "Profile the repository (read-only): its signals with evidence, and the kits that apply.",
     ),
+    "redteam": (
+        "coalmine.cli.redteam",
+        "redteam_group",
+        "Red-team suites built from the repository's own surface, and what got through.",
+    ),
     "report": (
         "coalmine.cli.compare",
         "report_command",

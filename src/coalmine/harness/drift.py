@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -311,8 +311,16 @@ class UpdatePlan:
         return not any(c.writes or c.action == "disown" for c in self.changes)
 
 
-def plan_update(root: Path, *, kits: Iterable[str] = (), store: Store | None = None) -> UpdatePlan:
+def plan_update(
+    root: Path,
+    *,
+    kits: Iterable[str] = (),
+    store: Store | None = None,
+    parameters: Mapping[str, str] | None = None,
+) -> UpdatePlan:
     """Plan the update of the adopted kits (or only ``kits``), read-only.
+
+    ``parameters`` replace the manifest's of the same names (the red-team kit's selection).
 
     Raises:
         UsageError: there is no manifest, or ``kits`` names a kit that is not adopted.
@@ -327,7 +335,8 @@ def plan_update(root: Path, *, kits: Iterable[str] = (), store: Store | None = N
     if unknown:
         raise UsageError(f"not adopted: {', '.join(unknown)} (see `coalmine kits status`)")
     signals = harness_signals(root, profile_repository(root), manifest)
-    context = render_context(root, signals, dict(manifest.parameters))
+    merged = {**manifest.parameters, **(parameters or {})}
+    context = render_context(root, signals, merged)
     changes: list[FileChange] = []
     new_kits, missing = [], []
     now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -340,9 +349,8 @@ def plan_update(root: Path, *, kits: Iterable[str] = (), store: Store | None = N
         kit_changes = _kit_changes(root, kit, adopted, context, store)
         changes += kit_changes
         new_kits.append(_updated(kit, adopted, kit_changes, now))
-    return UpdatePlan(
-        tuple(changes), manifest.model_copy(update={"kits": new_kits}), tuple(missing)
-    )
+    after = manifest.model_copy(update={"kits": new_kits, "parameters": merged})
+    return UpdatePlan(tuple(changes), after, tuple(missing))
 
 
 def _kit_changes(

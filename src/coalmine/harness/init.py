@@ -198,8 +198,13 @@ def _redteam_suites(facts: Mapping[str, Any], parameters: Mapping[str, str]) -> 
     return render_suites(facts, chosen, parameters["project"], parameters["agent"])
 
 
-def plan_init(root: Path, *, kits: Iterable[str] = ()) -> InitPlan:
+def plan_init(
+    root: Path, *, kits: Iterable[str] = (), parameters: Mapping[str, str] | None = None
+) -> InitPlan:
     """Profile ``root`` and plan the kits that apply (or exactly ``kits``), read-only.
+
+    ``parameters`` are added to the manifest's (a kit's own settings: the red-team kit's
+    surfaces, strategies and seed).
 
     Raises:
         PluginError: an unknown kit id, or a kit template that fails to render.
@@ -220,7 +225,7 @@ def plan_init(root: Path, *, kits: Iterable[str] = ()) -> InitPlan:
         if kit.id not in adopted
     )
     changes: list[FileChange] = []
-    parameters = dict(manifest.parameters) or _parameters(root)
+    parameters = {**(dict(manifest.parameters) or _parameters(root)), **(parameters or {})}
     entries = find_entries(root) if adapter_wanted(root) else []
     agent_plan = plan_agent(root, entries) if adapter_wanted(root) else None
     proposed_config = False

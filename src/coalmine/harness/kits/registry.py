@@ -1,4 +1,4 @@
-"""The kit registry: the six bundled kits, and any a plugin registers.
+"""The kit registry: the bundled kits, and any a plugin registers.
 
 A plugin package registers a kit folder from a module of the ``coalmine`` entry-point group::
 
@@ -38,8 +38,10 @@ BUILTIN_ORDER = (
     "nix-project",
     "charm-service",
     "coding-agent-skill",
+    "red-team",
 )
-"""The seed's six kits, in the seed's order; listings put them first, then plugins by id."""
+"""The seed's six kits in the seed's order, the later bundled ones after them; listings put
+them first, then plugins by id. The red-team kit applies by name only (``redteam generate``)."""
 
 
 def register_kit_folder(folder: Path) -> Kit:
