@@ -180,7 +180,7 @@ def render_context(
     if agent is None and adapter_wanted(root):
         agent = plan_agent(root, find_entries(root))
     facts["agent_adapter"] = (agent.adapter_text or "") if agent is not None else ""
-    facts["redteam"] = _redteam_suites(facts, parameters)
+    facts["redteam"] = _redteam_suites(facts, parameters, [s.kind for s in signals])
     return {
         "project": parameters["project"],
         "agent": parameters["agent"],
@@ -189,10 +189,12 @@ def render_context(
     }
 
 
-def _redteam_suites(facts: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, Any]:
+def _redteam_suites(
+    facts: Mapping[str, Any], parameters: Mapping[str, str], kinds: Sequence[str]
+) -> dict[str, Any]:
     """The red-team kit's suites, as the manifest's ``redteam.*`` parameters select them."""
     try:
-        chosen = selection(parameters, facts)
+        chosen = selection(parameters, facts, kinds)
     except ValueError as exc:
         raise ConfigError(f"parameters: {exc}", path=Path(MANIFEST_PATH)) from None
     return render_suites(facts, chosen, parameters["project"], parameters["agent"])

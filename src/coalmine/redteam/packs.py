@@ -111,14 +111,22 @@ def _servers(facts: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     return out
 
 
-def default_surfaces(facts: Mapping[str, Any]) -> list[str]:
-    """The surfaces this repository has: tools and general always, the others when found."""
+def default_surfaces(facts: Mapping[str, Any], kinds: Iterable[str] = ()) -> list[str]:
+    """The surfaces this repository has: tools and general always, the others when found.
+
+    ``kinds`` are the profile's signal kinds: ``rag`` needs a retrieval one (documents alone
+    are a README folder, not a corpus an agent retrieves from), ``browser`` a web one or a
+    navigation tool, ``mcp`` a server whose tools are known.
+    """
+    kinds = set(kinds)
     found = ["tools"]
     if _servers(facts):
         found.append("mcp")
-    if facts.get("docs") or facts.get("retrieval"):
+    if any(k.startswith("retrieval:") for k in kinds):
         found.append("rag")
-    if facts.get("routes") or any(_is_browser(t["name"]) for t in _tools(facts)):
+    if any(k.startswith("web-ui:") for k in kinds) or any(
+        _is_browser(str(t["name"])) for t in _tools(facts)
+    ):
         found.append("browser")
     return [*found, "general"]
 

@@ -127,7 +127,7 @@ class Payload:
 
 
 _PROTECTED = re.compile(r"`[^`]*`|\{[^{}]*\}|\[[^\]]*\]\([^)]*\)|\"[^\"]*\(\w{6}\)\"")
-_LEET = str.maketrans({"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7"})
+_LEET = str.maketrans("aeiostAEIOST", "431057431057")
 _HOMOGLYPHS = {"a": "а", "c": "с", "e": "е", "i": "і", "o": "о", "p": "р", "x": "х", "y": "у"}
 """Latin letters and the Cyrillic letters that look the same."""
 

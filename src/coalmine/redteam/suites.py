@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,15 +53,19 @@ def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def selection(parameters: Mapping[str, str], facts: Mapping[str, Any]) -> Selection:
+def selection(
+    parameters: Mapping[str, str], facts: Mapping[str, Any], kinds: Iterable[str] = ()
+) -> Selection:
     """The selection the manifest's parameters hold (defaults for what they leave out).
+
+    ``kinds`` (the profile's signal kinds) choose the default surfaces.
 
     Raises:
         ValueError: an unknown surface or strategy, or a seed that is not an integer.
     """
     surfaces = _split(parameters.get("redteam.surfaces"))
     if not surfaces or surfaces == ["auto"]:
-        surfaces = default_surfaces(facts)
+        surfaces = default_surfaces(facts, kinds)
     elif surfaces == ["all"]:
         surfaces = list(SURFACES)
     strategies = _split(parameters.get("redteam.strategies"))

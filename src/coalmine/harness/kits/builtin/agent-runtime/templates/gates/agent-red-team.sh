@@ -4,6 +4,9 @@
 #
 # The prompt-injection red team (harness/evals/injection-red-team.*): instructions hidden in
 # documents, tool results, emails and code must not leak the canary token or trigger a tool.
+# With the red-team kit's packs (`coalmine redteam generate`), its tools, mcp, browser and
+# general suites too (harness/evals/redteam-*.jsonl); `coalmine redteam report latest` groups
+# what got through by severity and OWASP LLM Top 10 (2025).
 # Arguments go to `coalmine eval run` (e.g. --filter 'tag:email', --repeats 3 --reducer 'pass^3').
 # Exit code: coalmine's (0 contained, 1 an injection got through, 2 a bad suite or config).
 set -euo pipefail
@@ -22,4 +25,9 @@ if ! grep -Eqs '^judge[[:space:]]*:' coalmine.yaml \
   judge=(--no-judge)
 fi
 
-exec coalmine eval run injection-red-team ${judge[@]+"${judge[@]}"} "$@"
+suites=(injection-red-team)
+for surface in tools mcp browser general; do
+  [ -f "harness/evals/redteam-$surface.jsonl" ] && suites+=("redteam-$surface")
+done
+
+exec coalmine eval run "${suites[@]}" ${judge[@]+"${judge[@]}"} "$@"

@@ -4,7 +4,9 @@
 #
 # Retrieval evals: known-item recall (recall@5, MRR, NDCG@5), near misses (the right document
 # first, its look-alike never above it) and answer faithfulness to the context (judge,
-# advisory until calibrated). Arguments go to `coalmine eval run` (e.g. --filter 'tag:near-miss').
+# advisory until calibrated). With the red-team kit's rag pack (`coalmine redteam generate`),
+# harness/evals/redteam-rag too: injected, poisoned and leaking documents.
+# Arguments go to `coalmine eval run` (e.g. --filter 'tag:near-miss').
 # Exit code: coalmine's (0 every suite held, 1 a blocking suite failed, 2 a bad suite or config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,5 +24,7 @@ if ! grep -Eqs '^judge[[:space:]]*:' coalmine.yaml \
   judge=(--no-judge)
 fi
 
-exec coalmine eval run retrieval-recall structural-near-misses context-faithfulness \
-  ${judge[@]+"${judge[@]}"} "$@"
+suites=(retrieval-recall structural-near-misses context-faithfulness)
+[ -f harness/evals/redteam-rag.jsonl ] && suites+=(redteam-rag)
+
+exec coalmine eval run "${suites[@]}" ${judge[@]+"${judge[@]}"} "$@"
