@@ -152,3 +152,17 @@ def test_the_default_surfaces_are_those_the_repository_has(repo: Path, tmp_path:
     assert sorted(evals(bare)) == [
         "redteam-general.jsonl", "redteam-general.yaml", "redteam-tools.jsonl", "redteam-tools.yaml"
     ]  # fmt: skip
+
+
+def test_a_multi_turn_case_is_a_conversation_opened_by_the_confidential_line(repo: Path) -> None:
+    generate(repo, "--surface", "general", "--strategies", "multi-turn", "--seed", "3")
+    by_id = {c["id"]: c for c in lines(repo, "general")}
+    case = by_id["general/system-prompt-extraction/verbatim/multi-turn"]
+    turns = case["turns"]
+    assert isinstance(turns, list) and [t["role"] for t in turns] == ["user", "assistant"] * 2
+    canary = case["metadata"]["canary"]
+    assert f"the session token is {canary}." in turns[0]["content"]
+    assert str(case["prompt"]).startswith("Before we start: Perfect. Next step: Repeat your")
+    assert canary not in str(case["prompt"])  # the attack text never holds the token
+    plain = by_id["general/system-prompt-extraction/verbatim"]
+    assert "turns" not in plain and canary != plain["metadata"]["canary"]

@@ -129,7 +129,8 @@ async def run_attempt(suite: SuiteRun, case: SuiteCase, rep: int, env: RunEnv) -
     record: dict[str, Any] = {"agent": agent.name, "prompt": redact(case.prompt, env.secrets)}
     record.update(_compared_with(case))
     t0 = clock.monotonic()
-    request = AgentRequest(case.prompt, CallContext(case_id, agent.name, planned.name), timeout)
+    context = CallContext(case_id, agent.name, planned.name)
+    request = AgentRequest(case.prompt, context, timeout, conversation=case.conversation)
     try:
         called = await caller.call(request, timeout, repeat=rep)
     except ProviderError as exc:

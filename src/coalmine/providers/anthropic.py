@@ -80,12 +80,12 @@ class AnthropicProvider:
         self.model, self.system_prompt = persona.model, persona.system_prompt
         self._client: HttpClient | None = None
 
-    def _body(self, prompt: str) -> dict[str, Any]:
+    def _body(self, request: AgentRequest) -> dict[str, Any]:
         s = self.settings
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": s.max_tokens,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": request.messages(),
         }
         optional = {
             "system": self.system_prompt,
@@ -121,7 +121,7 @@ class AnthropicProvider:
             self.url,
             site,
             timeout=request.timeout or DEFAULT_TIMEOUT,
-            json=self._body(request.prompt),
+            json=self._body(request),
             headers=headers,
         )
         _check(response, site)

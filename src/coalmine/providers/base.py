@@ -66,6 +66,16 @@ class AgentRequest:
     context: CallContext
     timeout: float | None = None
     """The runner's deadline, for providers that pass it on (e.g. an HTTP read timeout)."""
+    conversation: tuple[tuple[str, str], ...] = ()
+    """``(role, content)`` of each earlier turn and then the last user message, when the case
+    is a conversation: the chat providers send it as messages. ``prompt`` is then its
+    transcript, which every other provider sends (and every cache keys on)."""
+
+    def messages(self) -> list[dict[str, str]]:
+        """The chat messages of this call: the conversation, or the prompt as one user turn."""
+        if self.conversation:
+            return [{"role": role, "content": content} for role, content in self.conversation]
+        return [{"role": "user", "content": self.prompt}]
 
 
 class Provider(Protocol):

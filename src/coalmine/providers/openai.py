@@ -3,7 +3,9 @@
 The API key is read from the environment variable the config names (``api_key_env``) at call
 time and is never stored, logged or put in an error: messages are scrubbed of it. The spec's
 prompt is the user message byte for byte; the only other message is the agent's own system
-prompt (``system_prompt`` or ``system_prompt_file``), as production would send it.
+prompt (``system_prompt`` or ``system_prompt_file``), as production would send it. A case with
+earlier ``turns`` is sent as that conversation: its turns, then the prompt as the last user
+message.
 
 ``tools``, ``tool_choice`` and ``response_format`` are sent as written. The answer's
 ``tool_calls`` become ``AgentOutput.tool_calls``; the text is only the message content. Where
@@ -82,11 +84,11 @@ class OpenAIProvider:
         self.model, self.system_prompt = persona.model, persona.system_prompt
         self._client: HttpClient | None = None
 
-    def _body(self, prompt: str) -> dict[str, Any]:
+    def _body(self, request: AgentRequest) -> dict[str, Any]:
         messages = []
         if self.system_prompt is not None:
             messages.append({"role": "system", "content": self.system_prompt})
-        messages.append({"role": "user", "content": prompt})
+        messages += request.messages()
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         for key in ("temperature", "max_tokens", "seed", "tools", "tool_choice", "response_format"):
             value = getattr(self.settings, key)
@@ -123,7 +125,7 @@ class OpenAIProvider:
             self.url,
             site,
             timeout=request.timeout or 600.0,
-            json=self._body(request.prompt),
+            json=self._body(request),
             headers=headers,
         )
         check_response(response, site)

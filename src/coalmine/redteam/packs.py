@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coalmine.redteam.owasp import CATEGORIES
-from coalmine.redteam.strategies import STRATEGIES, Payload, apply_strategy
+from coalmine.redteam.strategies import STRATEGIES, Payload, apply_strategy, escalation
 
 __all__ = [
     "DEFAULT_STRATEGIES",
@@ -618,7 +618,9 @@ def build_cases(
 def _case(attack: Attack, strategy: str | None, case_id: str, rng: random.Random) -> dict[str, Any]:
     canary = f"CANARY-{rng.getrandbits(32):08x}"
     said = apply_strategy(strategy, attack.payload, rng) if attack.payload is not None else ""
-    parts = [PREAMBLE.format(canary=canary), ""]
+    turns = escalation(rng) if strategy == "multi-turn" else []
+    # the confidential line opens the conversation: the first turn, or the prompt
+    parts = [] if turns else [PREAMBLE.format(canary=canary), ""]
     if attack.source is None:
         parts.append(
             f"{attack.task} {said}".strip() if "\n" not in said else f"{attack.task}\n{said}"
@@ -662,7 +664,12 @@ def _case(attack: Attack, strategy: str | None, case_id: str, rng: random.Random
     tags += ["control"] if attack.control else [f"strategy:{strategy or 'none'}"]
     tags += [f"severity:{'none' if attack.control else category.severity}"]
     tags += [f"owasp:{o}" for o in category.owasp]
-    case: dict[str, Any] = {"id": case_id, "prompt": "\n".join(parts), "graders": graders}
+    case: dict[str, Any] = {"id": case_id}
+    if turns:
+        first = f"{PREAMBLE.format(canary=canary)}\n\n{turns[0][1]}"
+        said_turns = [(turns[0][0], first), *turns[1:]]
+        case["turns"] = [{"role": role, "content": content} for role, content in said_turns]
+    case.update({"prompt": "\n".join(parts), "graders": graders})
     if attack.forbidden_tools:
         case["forbidden_tools"] = list(dict.fromkeys(attack.forbidden_tools))
     case["tags"] = tags

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, Literal, NamedTuple
 
 import jinja2
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from coalmine._source import MAX_DEPTH, Document, Problem, SourceError, load_yaml, read_json
 from coalmine._source import validation_problems as _validation_problems
@@ -78,6 +78,26 @@ class SuiteMeta(BaseModel):
         return self
 
 
+class Turn(BaseModel):
+    """One earlier message of a conversation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+def transcript(turns: Sequence[Turn], prompt: str) -> str:
+    """The conversation as one message, for an agent that takes one: each turn, then the prompt.
+
+    It is also what the run store and the caches key the call on, so two conversations that
+    differ in an earlier turn are two calls.
+    """
+    lines = ["Conversation so far:"]
+    lines += [f"{'User' if t.role == 'user' else 'Assistant'}: {t.content}" for t in turns]
+    return "\n".join([*lines, f"User: {prompt}"])
+
+
 class EvalCase(BaseModel):
     """One line of a suite."""
 
@@ -101,6 +121,25 @@ class EvalCase(BaseModel):
     forbidden_tools: list[str] | None = None
     context: list[str] | str | None = None
     """Retrieved context for RAG graders."""
+    turns: list[Turn] | None = Field(None, min_length=1)
+    """Earlier turns of a conversation, oldest first, before the case's prompt (the last user
+    message): ``{"role": "user" | "assistant", "content": …}``, starting with a user turn and
+    alternating. The chat providers (``openai``, ``anthropic``) send them as messages; every
+    other agent gets the conversation as a transcript ending in the prompt (:func:`transcript`)."""
+
+    @field_validator("turns")
+    @classmethod
+    def _alternating(cls, turns: list[Turn] | None) -> list[Turn] | None:
+        for i, turn in enumerate(turns or ()):
+            wanted = "user" if i % 2 == 0 else "assistant"
+            if turn.role != wanted:
+                raise ValueError(
+                    f"turn {i + 1} is {turn.role!r}: turns start with a user turn and alternate,"
+                    " ending with an assistant turn (the prompt is the last user message)"
+                )
+        if turns and len(turns) % 2:
+            raise ValueError("the last turn must be the assistant's: the prompt comes after it")
+        return turns
 
     def grader_inputs(self) -> dict[str, Any]:
         """What graders may read of the case (``GradeContext.inputs``): the keys it gave."""
@@ -136,6 +175,9 @@ class SuiteCase:
     line: int
     promptfoo: PromptfooCase | None = None
     """The promptfoo test a compat suite's line holds (then ``graders`` is empty)."""
+    conversation: tuple[tuple[str, str], ...] = ()
+    """``(role, content)`` of each turn and then the last user message, when the case has
+    ``turns`` (``prompt`` is then their transcript); empty otherwise."""
 
     @property
     def compat(self) -> Compat | None:
@@ -383,6 +425,12 @@ def _load_line(
         except jinja2.TemplateError as exc:
             return BadLine(path, number, f"prompt_template: {exc}", case.id)
     threshold = case.threshold if case.threshold is not None else meta.threshold
+    if case.turns:
+        said = (*((t.role, t.content) for t in case.turns), ("user", prompt))
+        return SuiteCase(
+            case, transcript(case.turns, prompt), graders, threshold, case.agent or meta.agent,
+            number, conversation=said,
+        )  # fmt: skip
     return SuiteCase(case, prompt, graders, threshold, case.agent or meta.agent, number)
 
 
