@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import textwrap
@@ -92,13 +93,24 @@ FILES = {
 
 
 def write_repo(root: Path) -> Path:
-    """The repository, with the scripted agents beside it (the ``python`` provider's module)."""
+    """The repository, with nothing of coalmine's in it."""
     for rel, text in FILES.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    shutil.copy(HERE / "scripted.py", root / "scripted.py")
     return root
+
+
+def agents_module(root: Path) -> str:
+    """Copy the scripted agents into ``root`` under a name of its own, and return the name.
+
+    The ``python`` provider imports an agent's module from the config's folder, and refuses a
+    module of that name already imported from another folder: each repository of one test
+    process gets its own name.
+    """
+    name = "scripted_" + hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:10]
+    shutil.copy(HERE / "scripted.py", root / f"{name}.py")
+    return name
 
 
 @pytest.fixture

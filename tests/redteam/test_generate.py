@@ -9,6 +9,7 @@ from coalmine.harness.kits import load_manifest
 from tests.helpers.cli import run_main
 from tests.helpers.kit_project import gate_env, run_gate
 from tests.redteam.conftest import write_repo
+from tests.redteam.test_packs import configure
 
 
 def generate(root: Path, *args: str) -> str:
@@ -112,16 +113,15 @@ def test_bad_options_are_clear_errors(repo: Path) -> None:
     assert not (repo / "harness").exists()
 
 
-def test_the_kits_gates_run_the_packs(repo: Path, tmp_path: Path) -> None:
+def test_the_kits_gates_run_the_packs(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "gated")
     code, out = run_main("init", "--apply", "--no-diff", "--kit", "agent-runtime",
                          "--kit", "rag-system", "--root", str(repo))  # fmt: skip
     assert code == 0, out
     out = generate(repo, "--surface", "all", "--strategies", "none")
     assert "redteam-mcp: run by the agent-red-team gate" in out
     assert "redteam-rag: run by the rag-eval gate" in out
-    (repo / "coalmine.yaml").write_text(
-        "agents:\n  app: {provider: python, target: 'scripted:comply'}\njudge: none\n"
-    )
+    configure(repo, "comply")
     env = gate_env(tmp_path)
     done = run_gate(repo, "agent-red-team.sh", "--filter", "tag:redteam", env=env)
     assert done.returncode == 1, done.stdout + done.stderr

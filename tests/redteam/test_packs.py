@@ -20,6 +20,7 @@ from coalmine.redteam.packs import SURFACES
 from coalmine.redteam.report import Findings, load_findings
 from coalmine.redteam.strategies import STRATEGIES
 from tests.helpers.cli import run_main
+from tests.redteam.conftest import agents_module, write_repo
 
 # the grader that must catch a complying agent, by category
 DECIDED_BY = {
@@ -44,7 +45,8 @@ SUITES = [f"redteam-{s}" for s in SURFACES]
 
 def configure(root: Path, function: str) -> None:
     (root / "coalmine.yaml").write_text(
-        f"agents:\n  app: {{provider: python, target: 'scripted:{function}'}}\njudge: none\n"
+        f"agents:\n  app: {{provider: python, target: '{agents_module(root)}:{function}'}}\n"
+        "judge: none\n"
     )
 
 
@@ -61,8 +63,6 @@ def run_as(root: Path, function: str) -> tuple[int, Findings]:
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.redteam.conftest import write_repo
-
     root = write_repo(tmp_path_factory.mktemp("rt") / "helpdesk")
     code, out = run_main(
         "redteam", "generate", "--surface", "all", "--strategies", "all", "--seed", "11",

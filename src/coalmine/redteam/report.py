@@ -2,11 +2,13 @@
 
 A case is a red-team case when it carries the ``redteam`` tag (every case of a generated pack
 does). An attack case is a *finding* when one of its runs failed a blocking grader: the attack
-worked at least once. A control case that failed is a *flagged control*: the grader, not the
-agent, is wrong, and the report says so first. The grouping reads the case's own tags
-(``surface:``, ``category:``, ``strategy:``, ``severity:``, ``owasp:``), as the run stored
-them, so a report of an old run says what its cases said then; a case without them falls back
-to its category's row of :data:`coalmine.redteam.owasp.CATEGORIES`.
+worked at least once. A run in which the agent failed (it crashed, hung, printed garbage, or
+could not be reached) is counted as errored, never as a finding: nothing was attacked. A control
+case that failed is a *flagged control*: the grader, not the agent, is wrong, and the report
+says so first. The grouping reads the case's own tags (``surface:``, ``category:``,
+``strategy:``, ``severity:``, ``owasp:``), as the run stored them, so a report of an old run
+says what its cases said then; a case without them falls back to its category's row of
+:data:`coalmine.redteam.owasp.CATEGORIES`.
 
 :func:`summarise` is pure (tested on hand-made attempts); :func:`load_findings` reads the store.
 """
@@ -55,7 +57,15 @@ class Finding:
     """An attack: a blocking grader failed in one of its runs. A control: it failed."""
     errored: bool
     failed: tuple[str, ...] = ()
-    """``grader: why`` of each failed grader (of the first run that failed)."""
+    """The failed graders of the first run that failed (``forbidden-tools``, ``no-leak`` …)."""
+    why: str = ""
+    """What that run's record says of its failure: each failed grader and why (``called
+    forbidden tools: …``), as ``runs show`` prints it."""
+
+    @property
+    def reasons(self) -> str:
+        """``why``, or the failed graders' names when the record had no words for it."""
+        return self.why or ", ".join(self.failed)
 
 
 @dataclass(frozen=True)
@@ -95,13 +105,11 @@ def _tag(tags: Sequence[str], prefix: str) -> list[str]:
     return [t[len(prefix) :] for t in tags if t.startswith(prefix)]
 
 
-def _explain(grades: Mapping[str, Any]) -> tuple[str, ...]:
-    out = []
-    for key, grade in grades.items():
-        if isinstance(grade, Mapping) and grade.get("passed") is False:
-            why = grade.get("explanation") or grade.get("reason") or ""
-            out.append(f"{key}: {why}" if why else key)
-    return tuple(out)
+def _failed(grades: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(
+        key for key, grade in grades.items()
+        if isinstance(grade, Mapping) and grade.get("passed") is False
+    )  # fmt: skip
 
 
 def summarise(
@@ -116,13 +124,14 @@ def summarise(
         tags = [str(t) for t in record.get("tags") or ()]
         if "redteam" not in tags:
             continue
-        entry = seen.setdefault((suite, case_id), {"tags": tags, "through": False,
-                                                   "errored": False, "failed": ()})  # fmt: skip
-        if status == "fail" and blocks and not entry["through"]:
+        fresh = {"tags": tags, "through": False, "errored": False, "failed": (), "why": ""}
+        entry = seen.setdefault((suite, case_id), fresh)
+        if status == "error" or record.get("error"):
+            entry["errored"] = True  # the agent crashed, hung or was not reached: not a finding
+        elif status == "fail" and blocks and not entry["through"]:
             entry["through"] = True
-            entry["failed"] = _explain(record.get("grades") or {})
-        elif status == "error":
-            entry["errored"] = True
+            entry["failed"] = _failed(record.get("grades") or {})
+            entry["why"] = str(record.get("why") or "")
     cases = []
     for (suite, case_id), entry in seen.items():
         tags = entry["tags"]
@@ -143,6 +152,7 @@ def summarise(
                 got_through=entry["through"],
                 errored=entry["errored"],
                 failed=entry["failed"],
+                why=entry["why"],
             )
         )
     cases.sort(key=lambda c: (c.suite, c.case_id))
@@ -223,7 +233,7 @@ def render_terminal(f: Findings) -> str:
     lines = [f"red team, run {f.run_id}: {_headline(f)}"]
     if f.flagged_controls:
         lines.append("FLAGGED CONTROLS (a grader is wrong here, not the agent):")
-        lines += [f"  {c.suite}/{c.case_id}: {'; '.join(c.failed)}" for c in f.flagged_controls]
+        lines += [f"  {c.suite}/{c.case_id}: {c.reasons}" for c in f.flagged_controls]
     for key, rows in f.by.items():
         lines.append(f"{_TITLES[key]}:")
         width = max((len(_label(key, v)) for v, _, _ in rows), default=0)
@@ -235,7 +245,7 @@ def render_terminal(f: Findings) -> str:
                 f"  [{c.severity}] {c.suite}/{c.case_id}  {', '.join(c.owasp)}  strategy"
                 f" {c.strategy}"
             )
-            lines += [f"      {why}" for why in c.failed]
+            lines.append(f"      {c.reasons}")
     return "\n".join(lines) + "\n"
 
 
@@ -246,7 +256,7 @@ def render_markdown(f: Findings) -> str:
         return "\n".join([*lines[:2], "No red-team case (tag `redteam`) in this run.", ""])
     if f.flagged_controls:
         lines += ["## Flagged controls", "", "A grader is wrong here, not the agent.", ""]
-        lines += [f"- `{c.suite}/{c.case_id}`: {'; '.join(c.failed)}" for c in f.flagged_controls]
+        lines += [f"- `{c.suite}/{c.case_id}`: {c.reasons}" for c in f.flagged_controls]
         lines.append("")
     for key, rows in f.by.items():
         lines += [f"## {_TITLES[key]}", "", "| | findings | attack cases |", "|---|---:|---:|"]
@@ -256,7 +266,7 @@ def render_markdown(f: Findings) -> str:
         lines += ["## Findings", "", "| severity | case | OWASP | strategy | why |",
                   "|---|---|---|---|---|"]  # fmt: skip
         for c in f.findings:
-            why = "; ".join(c.failed).replace("|", "\\|")
+            why = c.reasons.replace("|", "\\|")
             lines.append(
                 f"| {c.severity} | `{c.suite}/{c.case_id}` | {', '.join(c.owasp)} |"
                 f" {c.strategy} | {why} |"

@@ -116,6 +116,7 @@ def build_app(config: ViewConfig) -> web.Application:
     app.router.add_get("/run/{run}", _run)
     app.router.add_get("/run/{run}/case", _case)
     app.router.add_get("/run/{run}/progress", _progress)
+    app.router.add_get("/run/{run}/redteam", _redteam)
     app.router.add_get("/compare", _compare)
     app.router.add_get("/compare/diff", _compare_diff)
     app.router.add_get("/judges", _judges)
@@ -244,6 +245,15 @@ async def _case(request: web.Request) -> web.Response:
         return pages.case_page(store, pages.find_run(store, ref), suite, case_id)
 
     return _page("case_page.html", await _read(request, build))
+
+
+async def _redteam(request: web.Request) -> web.Response:
+    ref = request.match_info["run"]
+
+    def build(store: Store) -> dict[str, Any]:
+        return pages.redteam_page(store, pages.find_run(store, ref))
+
+    return _page("redteam_page.html", await _read(request, build))
 
 
 async def _progress(request: web.Request) -> web.Response:

@@ -19,6 +19,8 @@ from coalmine.compare import compare_runs, detectable, score_sentence, verdict_s
 from coalmine.engine.history import attempt_result, case_of_attempts, eval_run_record
 from coalmine.engine.pairs import no_case_in_common, require_shared_cases
 from coalmine.errors import UsageError
+from coalmine.redteam.owasp import CATEGORIES, OWASP_2025
+from coalmine.redteam.report import Findings, load_findings
 from coalmine.results import CanaryRun, RunTotals
 from coalmine.store.browse import (
     RUN_KINDS,
@@ -134,6 +136,7 @@ def run_page(store: Store, info: RunInfo, where: CaseFilter, page: int) -> dict[
     return {
         "info": info,
         "run": header,
+        "redteam": load_findings(store, info.id) if has_redteam_cases(store, info) else None,
         "cases": cases,
         "where": where,
         "page": max(page, 1),
@@ -144,6 +147,69 @@ def run_page(store: Store, info: RunInfo, where: CaseFilter, page: int) -> dict[
         "sort_keys": SORT_KEYS,
         "skipped": {},
     }
+
+
+REDTEAM_GROUPS = (
+    ("severity", "By severity"),
+    ("owasp", "By OWASP LLM Top 10 (2025)"),
+    ("surface", "By surface"),
+    ("category", "By category"),
+    ("strategy", "By strategy"),
+)
+"""The red-team page's groups, in the order ``coalmine redteam report`` prints them."""
+
+
+def has_redteam_cases(store: Store, info: RunInfo) -> bool:
+    """Whether an eval run holds a red-team case (an attempt tagged ``redteam``): one seek."""
+    if info.kind != "eval":
+        return False
+    row = store.conn.execute(
+        "SELECT 1 FROM eval_attempt_facts WHERE run_id = ? AND kind = 'tag'"
+        " AND value = 'redteam' LIMIT 1",
+        (info.id,),
+    ).fetchone()
+    return row is not None
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One row of a red-team group: a value, what it means, its findings of its attack cases."""
+
+    value: str
+    title: str
+    findings: int
+    attacks: int
+
+
+def redteam_page(store: Store, info: RunInfo) -> dict[str, Any]:
+    """A run's red-team report, as ``coalmine redteam report`` groups it.
+
+    Only what :func:`coalmine.redteam.report.load_findings` gives is shown: each red-team
+    case's tags, whether it got through, and its failed graders (with their explanations when
+    the stored grade holds one), all of which the run's case pages show already.
+    """
+    found = load_findings(store, info.id) if info.kind == "eval" else Findings(info.id)
+    groups = []
+    for key, heading in REDTEAM_GROUPS:
+        rows = [GroupRow(value, _group_title(key, value), n, total)
+                for value, n, total in found.by.get(key, [])]  # fmt: skip
+        groups.append((key, heading, rows))
+    return {
+        "info": info,
+        "found": found,
+        "controls": sum(1 for c in found.cases if c.control),
+        "errored": sum(1 for c in found.cases if c.errored),
+        "groups": groups,
+        "owasp_titles": OWASP_2025,
+    }
+
+
+def _group_title(key: str, value: str) -> str:
+    if key == "owasp":
+        return OWASP_2025.get(value, "")
+    if key == "category" and value in CATEGORIES:
+        return CATEGORIES[value].title
+    return ""
 
 
 def case_page(store: Store, info: RunInfo, suite: str, case_id: str) -> dict[str, Any]:
