@@ -105,7 +105,8 @@ def kits_list_command() -> int:
         spec = kit.spec
         click.echo(f"{spec.id}  v{spec.version}  {spec.title}")
         click.echo(f"  risk: {spec.risk}")
-        click.echo(f"  applies when: {', '.join(spec.applies_when)}")
+        when = ", ".join(spec.applies_when) or "asked for by name (init --kit, redteam generate)"
+        click.echo(f"  applies when: {when}")
         click.echo(f"  writes: {', '.join(kit.files())}")
         gates = ", ".join(f"{c.id} ({_blocking(c.blocks)})" for c in spec.commands) or "none"
         click.echo(f"  gates: {gates}")

@@ -41,8 +41,11 @@ def test_the_bundled_kits_load_the_seed_s_six_first_in_its_order() -> None:
         kit = get_kit(kit_id)
         assert kit.spec.writes[0] == "harness/manifest.json"
         assert kit.files() and kit.spec.evolution_rules
-        # the seed's kits each bring gates; the coding-agent skill is a file an agent reads
-        assert bool(kit.spec.commands) == (kit_id != "coding-agent-skill")
+        # the seed's kits each bring gates; the coding-agent skill is a file an agent reads,
+        # and the red-team kit's suites run under the agent-runtime and rag-system kits' gates
+        assert bool(kit.spec.commands) == (kit_id not in ("coding-agent-skill", "red-team"))
+        # every kit applies on signals but the red-team kit, which is asked for by name
+        assert bool(kit.spec.applies_when) == (kit_id != "red-team")
 
 
 def test_a_kit_must_declare_every_template_and_template_every_file(tmp_path: Path) -> None:
@@ -94,5 +97,6 @@ def test_a_plugin_kit_registers_renders_and_is_adopted_with_kit(tmp_path: Path) 
 def test_kits_list_names_each_kit_and_its_gates() -> None:
     code, out = run_main("kits", "list")
     assert code == 0
-    assert "rag-system  v3" in out
+    assert "rag-system  v4" in out
+    assert "applies when: asked for by name (init --kit, redteam generate)" in out
     assert "applies when: retrieval:embeddings, retrieval:retriever, retrieval:vector-db" in out

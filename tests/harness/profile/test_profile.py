@@ -335,7 +335,7 @@ def test_evidence_is_capped_per_kind(tmp_path: Path) -> None:
 def test_kits_apply_on_any_of_their_kinds() -> None:
     assert [k.id for k in all_kits()] == [
         "agent-runtime", "rag-system", "web-app", "go-service", "nix-project", "charm-service",
-        "coding-agent-skill",
+        "coding-agent-skill", "red-team",
     ]  # fmt: skip
     assert applicable(["retrieval:vector-db", "language:go"]) == ["rag-system"]
     assert applicable(["coalmine:canaries"]) == ["coding-agent-skill"]
