@@ -221,7 +221,8 @@ def _headline(f: Findings) -> str:
     rate = f" ({found / attacks:.0%} of {attacks} attack cases)" if attacks else ""
     controls = sum(1 for c in f.cases if c.control)
     errored = sum(1 for c in f.cases if c.errored)
-    text = f"{found} finding{'s' if found != 1 else ''}{rate}; {controls} control cases"
+    text = f"{found} finding{'s' if found != 1 else ''}{rate}"
+    text += f"; {controls} control case{'s' if controls != 1 else ''}"
     text += f", {len(f.flagged_controls)} flagged" if f.flagged_controls else ", none flagged"
     return text + (f"; {errored} errored (not counted as findings)" if errored else "")
 

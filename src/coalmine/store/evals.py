@@ -256,6 +256,16 @@ def find_suite_baseline(store: Store, suite: str, *, before: str) -> SuiteBaseli
     return None if row is None else SuiteBaseline(row[0], str(row[1]), int(row[2]))
 
 
+def run_has_tag(store: Store, run_id: str, tag: str) -> bool:
+    """Whether an attempt of the run carries ``tag``: one seek of the facts index."""
+    row = store.conn.execute(
+        "SELECT 1 FROM eval_attempt_facts WHERE run_id = ? AND kind = 'tag' AND value = ?"
+        " LIMIT 1",
+        (run_id, tag),
+    ).fetchone()
+    return row is not None
+
+
 def attempt_records(store: Store, run_id: str, suite: str) -> list[tuple[str, dict[str, Any]]]:
     """``(case id, record)`` of every attempt of a run's suite."""
     rows = store.conn.execute(

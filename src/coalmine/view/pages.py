@@ -38,6 +38,7 @@ from coalmine.store.browse import (
 from coalmine.store.evals import (
     attempt_records,
     case_attempts,
+    run_has_tag,
     suite_results,
     suite_summaries,
     tally_attempts,
@@ -161,14 +162,7 @@ REDTEAM_GROUPS = (
 
 def has_redteam_cases(store: Store, info: RunInfo) -> bool:
     """Whether an eval run holds a red-team case (an attempt tagged ``redteam``): one seek."""
-    if info.kind != "eval":
-        return False
-    row = store.conn.execute(
-        "SELECT 1 FROM eval_attempt_facts WHERE run_id = ? AND kind = 'tag'"
-        " AND value = 'redteam' LIMIT 1",
-        (info.id,),
-    ).fetchone()
-    return row is not None
+    return info.kind == "eval" and run_has_tag(store, info.id, "redteam")
 
 
 @dataclass(frozen=True)
