@@ -259,8 +259,7 @@ def find_suite_baseline(store: Store, suite: str, *, before: str) -> SuiteBaseli
 def run_has_tag(store: Store, run_id: str, tag: str) -> bool:
     """Whether an attempt of the run carries ``tag``: one seek of the facts index."""
     row = store.conn.execute(
-        "SELECT 1 FROM eval_attempt_facts WHERE run_id = ? AND kind = 'tag' AND value = ?"
-        " LIMIT 1",
+        "SELECT 1 FROM eval_attempt_facts WHERE run_id = ? AND kind = 'tag' AND value = ? LIMIT 1",
         (run_id, tag),
     ).fetchone()
     return row is not None
