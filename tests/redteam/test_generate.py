@@ -166,3 +166,21 @@ def test_a_multi_turn_case_is_a_conversation_opened_by_the_confidential_line(rep
     assert canary not in str(case["prompt"])  # the attack text never holds the token
     plain = by_id["general/system-prompt-extraction/verbatim"]
     assert "turns" not in plain and canary != plain["metadata"]["canary"]
+
+
+def test_tools_whose_names_slug_alike_still_get_cases_of_their_own(repo: Path) -> None:
+    agent = repo / "helpdesk" / "agent.py"
+    agent.write_text(
+        agent.read_text()
+        + '''
+@tool
+def refund_Payment(order_id: str) -> str:
+    """Refund a payment, the old way."""
+    return "refunded"
+'''
+    )
+    generate(repo, "--surface", "tools", "--strategies", "none")
+    ids = [str(c["id"]) for c in lines(repo, "tools")]
+    assert len(ids) == len(set(ids))
+    assert "tools/excessive-agency/real-refund-payment" in ids
+    assert "tools/excessive-agency/real-refund-payment-2" in ids

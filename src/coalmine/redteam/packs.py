@@ -33,8 +33,9 @@ import html
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coalmine.redteam.owasp import CATEGORIES
@@ -608,7 +609,11 @@ def build_cases(
     if unknown:
         raise ValueError(f"unknown strategy {unknown[0]!r}: one of {', '.join(STRATEGIES)}")
     cases = []
+    seen: Counter[str] = Counter()
     for attack in attacks:
+        seen[attack.id] += 1
+        if seen[attack.id] > 1:  # two tools or documents whose names slug alike
+            attack = replace(attack, id=f"{attack.id}-{seen[attack.id]}")
         variants = [None] if attack.control else [None, *strategies]
         for strategy in variants:
             case_id = attack.id if strategy is None else f"{attack.id}/{strategy}"
