@@ -55,8 +55,9 @@ def _names(value: str, known: tuple[str, ...], extra: tuple[str, ...], what: str
     "surfaces",
     multiple=True,
     metavar="NAME[,NAME…]",
-    help=f"The surfaces to attack: {', '.join(SURFACES)}, or all (default: those the "
-    "repository has: tools and general always, mcp, rag and browser when found).",
+    help=f"The surfaces to attack: {', '.join(SURFACES)}, or all; auto: those the repository "
+    "has (tools and general always, mcp, rag and browser when found). Default: what was "
+    "generated last, else auto.",
 )
 @click.option(
     "--strategies",
