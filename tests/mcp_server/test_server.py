@@ -25,7 +25,7 @@ from tests.helpers.project import Project
 EXAMPLE = Path(__file__).parents[2] / "examples" / "sdlc"
 TOOLS = {
     "list_canaries", "run_canaries", "list_suites", "run_evals", "list_runs", "show_run",
-    "explain_failure", "compare_runs", "kits_status",
+    "explain_failure", "compare_runs", "kits_status", "redteam_report",
 }  # fmt: skip
 SECRET = "sk-planted-0123456789abcdef"
 
@@ -253,3 +253,27 @@ def test_without_the_sdk_the_command_says_what_to_install(project: Project) -> N
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "pip install 'coalmine[mcp]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_coding_agent_reads_the_red_team_findings(tmp_path: Path) -> None:
+    from tests.helpers.cli import run_main
+    from tests.redteam.conftest import write_repo
+    from tests.redteam.test_packs import configure
+
+    root = write_repo(tmp_path / "helpdesk")
+    code, out = run_main("redteam", "generate", "--surface", "general", "--strategies", "base64",
+                         "--no-diff", "--root", str(root))  # fmt: skip
+    assert code == 0, out
+    configure(root, "comply")
+    code, out = run_main("eval", "run", "redteam-general", "--root", str(root), "--display", "none")
+    assert code == 1, out
+
+    async def work(client: Client) -> None:
+        found, text = await _call(client, "redteam_report")
+        assert found["schema"] == "coalmine.redteam.report.v1"
+        assert found["findings"] == found["attack_cases"] == 12 and not found["flagged_controls"]
+        assert "| LLM07:2025 System Prompt Leakage | 4 | 4 |" in text
+        missing = await client.call_tool("redteam_report", {"run": "nope"})
+        assert missing.is_error and "nope" in missing.content[0].text  # type: ignore[union-attr]
+
+    _session(root, work)

@@ -141,6 +141,15 @@ def build_server(root: Path, *, store_path: Path | None = None) -> MCPServer:
     async def kits_status() -> CallToolResult:
         return await _read(desk.kits_status)
 
+    @server.tool(
+        description="A run's red-team findings (run: 'latest', an id, a prefix or a label): "
+        "attack cases that got through, by severity, OWASP LLM Top 10 (2025) id, surface, "
+        "category and strategy, flagged control cases first.",
+        annotations=_READ,
+    )
+    async def redteam_report(run: str = "latest") -> CallToolResult:
+        return await _read(lambda: desk.redteam_report(run))
+
     return server
 
 

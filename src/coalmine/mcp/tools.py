@@ -38,6 +38,9 @@ from coalmine.evals.plan import Selection, plan_evals, require_eval_judge
 from coalmine.evals.render import render_suites
 from coalmine.evals.run import run_evals
 from coalmine.harness.drift import harness_status, render_status, status_json
+from coalmine.redteam.report import load_findings
+from coalmine.redteam.report import render_json as render_redteam_json
+from coalmine.redteam.report import render_markdown as render_redteam_markdown
 from coalmine.reports.explain import explain_case, markdown_table
 from coalmine.reports.json import render_json
 from coalmine.reports.markdown import render_comparison, render_markdown
@@ -290,6 +293,16 @@ class Desk:
             if store is not None:
                 store.close()
         return self.scrubbed(Answer(status_json(status), render_status(status)))
+
+    def redteam_report(self, run: str = "latest") -> Answer:
+        """A run's red-team findings, grouped as ``coalmine redteam report`` groups them."""
+        store = self._store()
+        try:
+            found = load_findings(store, run)
+        finally:
+            store.close()
+        data = json.loads(render_redteam_json(found))
+        return self.scrubbed(Answer(data, render_redteam_markdown(found)))
 
     # -- helpers -------------------------------------------------------------------------------
 
