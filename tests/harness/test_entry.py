@@ -549,3 +549,40 @@ def test_a_genkit_flow_is_awaited_with_its_input_model(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Plan: a day in Lisbon\n"  # Trip(destination=...) built, .text read
+
+
+def test_a_function_that_only_runs_a_process_with_its_query_is_no_entry(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "bot.py": """
+                import asyncio
+                import subprocess
+                import sys
+                from openai import OpenAI
+
+                def log_query(query: str) -> None:
+                    subprocess.run(["logger", query], check=False)
+
+                async def agent_reply(question: str) -> str:
+                    return question
+
+                def main(question: str) -> None:
+                    asyncio.run(agent_reply(question))
+
+                def answer(question: str) -> str:
+                    log_query(question)
+                    reply = OpenAI().responses.create(model="gpt-4o-mini", input=question)
+                    return reply.output_text
+
+                if __name__ == "__main__":
+                    print(answer(sys.argv[1]))
+            """,
+        },
+    )
+    entries = find_entries(root)
+    assert [(e.kind, e.symbol or e.path) for e in entries] == [
+        ("script", "bot.py"),
+        ("sdk-function", "answer"),
+    ]  # log_query and main reach no SDK call: subprocess.run and asyncio.run are not one
+    assert entries[1].rank == 65  # the script runs it

@@ -188,13 +188,11 @@ def _demote_run_agents(found: list[Entry], sources: dict[str, str]) -> list[Entr
         pattern = _RUNS.get(entry.kind)
         if not pattern or not entry.symbol:
             return None
-        found_in = (
-            p
-            for p in sorted(scripts)
-            if (p != entry.path or entry.kind == "agents-sdk-agent")
-            and re.search(pattern.format(symbol=re.escape(entry.symbol)), sources[p])
+        wanted = re.compile(pattern.format(symbol=re.escape(entry.symbol)))
+        definition = re.compile(rf"\bdef\s+{re.escape(entry.symbol)}\s*\(")  # no call
+        return next(
+            (p for p in sorted(scripts) if wanted.search(definition.sub("", sources[p]))), None
         )
-        return next(found_in, None)
 
     runs = {id(e): r for e in found if (r := runner(e))}
     run_files = {e.path for e in found if id(e) in runs and e.kind == "sdk-function"}
@@ -407,7 +405,9 @@ _QUESTION_PARAM = re.compile(
 _SDK_CALL = re.compile(
     r"(?<![\w.])query\(|\.query\(|\.aquery\(|generate_content(?:_stream)?\(|\.generate\("
     r"|\.generate_stream\(|Runner\.run\w*\(|\.a?invoke\(|\.a?stream\(|\.create\(|\.a?chat\("
-    r"|\.complete\(|(?<![\w.])a?completion\(|\.send_message\(|\.a?run\("
+    r"|\.complete\(|(?<![\w.])a?completion\(|\.send_message\("
+    # an agent object's run (LlamaIndex, AutoGen teams, workflows), not asyncio's or subprocess's
+    r"|(?i:agent|crew|chain|graph|team|workflow|executor)\w*\.a?run\(|\.kickoff\("
 )
 _FLOW = re.compile(r"@\w+\.flow\(")
 _ROUTE_DECORATOR = re.compile(
