@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from coalmine.harness.adapters import plan_agent
 from coalmine.harness.entry import Entry, find_entries
 from tests.harness.test_entry import CLAUDE_FUNCTION, write
 from tests.harness.test_repos import copy
+from tests.helpers.adapters import run_adapter, write_adapter
 from tests.helpers.anthropic_server import FakeAnthropic, tool_use_block
 from tests.helpers.anthropic_server import Reply as AnthropicReply
 from tests.helpers.cli import run_main
@@ -48,26 +48,6 @@ def python_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str,
     return {**os.environ, "PATH": path}
 
 
-def run_adapter(
-    root: Path, adapter: str, prompt: str, env: dict[str, str], tmp_path: Path
-) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
-    """Run ``adapter`` as the command provider does: prompt on stdin, a trajectory file."""
-    trajectory = tmp_path / "trajectory.jsonl"
-    trajectory.write_text("")
-    done = subprocess.run(
-        ["python3", adapter],
-        input=prompt,
-        text=True,
-        capture_output=True,
-        cwd=root,
-        env={**env, "COALMINE_TRAJECTORY": str(trajectory)},
-        timeout=120,
-        check=False,
-    )
-    calls = [json.loads(line) for line in trajectory.read_text().splitlines()]
-    return done, calls
-
-
 def adopted(name: str, tmp_path: Path) -> Path:
     root = copy(name, tmp_path)
     code, out = run_main("init", "--apply", "--no-diff", "--root", str(root))
@@ -85,7 +65,9 @@ def test_the_langgraph_adapter_runs_the_graph_langgraph_json_names(
         Reply(text=None, tool_calls=[tool_call("get_current_time", {})]), "It is noon UTC."
     )
     env = {**python_on_path, "OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-t"}
-    done, calls = run_adapter(root, "harness/adapters/agent.py", "What time is it?", env, tmp_path)
+    done, calls = run_adapter(
+        root, "harness/adapters/agent.py", "What time is it?", tmp_path, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "It is noon UTC."
     assert calls == [
@@ -134,7 +116,9 @@ def test_the_project_script_adapter_runs_the_console_command(
         "OPENAI_API_KEY": "sk-test",
         "OPENAI_AGENTS_DISABLE_TRACING": "1",  # traces would go to the vendor's service
     }
-    done, _ = run_adapter(root, "harness/adapters/agent.py", "Where is order A1002?", env, tmp_path)
+    done, _ = run_adapter(
+        root, "harness/adapters/agent.py", "Where is order A1002?", tmp_path, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Order A1002 shipped yesterday."
     [request] = openai_server.requests
@@ -161,13 +145,10 @@ def test_a_script_adapter_hands_the_question_over_as_argv(
     )
     [entry] = find_entries(root)
     assert (entry.kind, entry.input) == ("script", "argv")
-    plan = plan_agent(root, [entry])
-    assert plan.adapter_path is not None and plan.adapter_text is not None
-    (root / plan.adapter_path).parent.mkdir(parents=True)
-    (root / plan.adapter_path).write_text(plan.adapter_text)
+    adapter = write_adapter(root, [entry])
     openai_server.enqueue("Paris.")
     env = {**python_on_path, "OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-t"}
-    done, _ = run_adapter(root, plan.adapter_path, "Capital of France?\n", env, tmp_path)
+    done, _ = run_adapter(root, adapter, "Capital of France?\n", tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Paris."
     assert openai_server.requests[0].body["messages"] == [
@@ -225,7 +206,7 @@ def test_the_route_adapter_posts_as_the_chat_ui_and_reads_the_stream(
     assert 'argv: ["python3", "harness/adapters/agent.py"]' in config
     assert "COALMINE_AGENT_COOKIE" in config  # the route answers 401 without a session
     env = {**python_on_path, "COALMINE_AGENT_URL": chat_route, "COALMINE_AGENT_COOKIE": "s=1"}
-    done, calls = run_adapter(root, "harness/adapters/agent.py", "Which plan?", env, tmp_path)
+    done, calls = run_adapter(root, "harness/adapters/agent.py", "Which plan?", tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Your team is on the Pro plan."
     assert calls == [{"type": "tool_call", "name": "getTeamPlan", "arguments": {}, "id": "t1"}]
@@ -242,7 +223,7 @@ def test_an_unreachable_route_is_a_clear_error(
 ) -> None:
     root = adopted("nextjs-saas", tmp_path)
     env = {**python_on_path, "COALMINE_AGENT_URL": "http://127.0.0.1:9/api/chat"}
-    done, _ = run_adapter(root, "harness/adapters/agent.py", "hi", env, tmp_path)
+    done, _ = run_adapter(root, "harness/adapters/agent.py", "hi", tmp_path, env=env)
     assert done.returncode == 1
     assert "cannot reach http://127.0.0.1:9/api/chat" in done.stderr
     assert "Traceback" not in done.stderr
@@ -258,20 +239,11 @@ def test_entries_are_found_without_the_sdks(tmp_path: Path) -> None:
     assert "CWD = ROOT / 'demos/research-agent'" in plan.adapter_text
 
 
-def written_adapter(root: Path) -> str:
-    """Plan the best entry of ``root`` and write its adapter, as init does."""
-    plan = plan_agent(root, find_entries(root))
-    assert plan.adapter_path is not None and plan.adapter_text is not None, plan
-    (root / plan.adapter_path).parent.mkdir(parents=True, exist_ok=True)
-    (root / plan.adapter_path).write_text(plan.adapter_text)
-    return plan.adapter_path
-
-
 def test_the_function_adapter_runs_the_claude_agent_sdk_and_records_its_tool_calls(
     tmp_path: Path, python_on_path: dict[str, str]
 ) -> None:
     root = write(tmp_path / "repo", {"support/agent.py": CLAUDE_FUNCTION})
-    adapter = written_adapter(root)
+    adapter = write_adapter(root)
     home = tmp_path / "home"  # the CLI keeps its settings and sessions under HOME
     home.mkdir()
     with FakeAnthropic() as server:
@@ -286,7 +258,7 @@ def test_the_function_adapter_runs_the_claude_agent_sdk_and_records_its_tool_cal
             "ANTHROPIC_API_KEY": "sk-ant-test",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
-        done, calls = run_adapter(root, adapter, "Refund order A1, please.", env, tmp_path)
+        done, calls = run_adapter(root, adapter, "Refund order A1, please.", tmp_path, env=env)
         requests = list(server.requests)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Refunded order A1 in full."
@@ -330,10 +302,10 @@ def test_the_function_adapter_builds_a_model_argument_and_reads_a_generator(
             """,
         },
     )
-    adapter = written_adapter(root)
+    adapter = write_adapter(root)
     openai_server.enqueue("Reset it from the login page.")
     env = {**python_on_path, "OPENAI_BASE_URL": openai_server.base_url, "OPENAI_API_KEY": "sk-t"}
-    done, _ = run_adapter(root, adapter, "How do I reset my password?", env, tmp_path)
+    done, _ = run_adapter(root, adapter, "How do I reset my password?", tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Reset it from the login page."
     assert "log: answering anonymous" in done.stderr
@@ -393,14 +365,14 @@ def test_the_stream_adapter_reads_a_streaming_endpoints_tokens(
             """,
         },
     )
-    adapter = written_adapter(root)
+    adapter = write_adapter(root)
     _TokenStream.form, _TokenStream.bodies = form, []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _TokenStream)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/chat/stream"
         env = {**python_on_path, "COALMINE_AGENT_URL": url}
-        done, _ = run_adapter(root, adapter, "Capital of France?", env, tmp_path)
+        done, _ = run_adapter(root, adapter, "Capital of France?", tmp_path, env=env)
     finally:
         server.shutdown()
         server.server_close()

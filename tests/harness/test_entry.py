@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 from coalmine.harness.adapters import plan_agent
 from coalmine.harness.entry import find_entries
 from coalmine.harness.init import config_problem, plan_init
+from tests.helpers.adapters import run_adapter, write_adapter
 from tests.helpers.cli import run_main
 
 
@@ -249,27 +248,13 @@ def test_a_langgraph_js_graph_is_invoked_through_node(tmp_path: Path) -> None:
     assert (entry.kind, entry.extra.get("runtime"), entry.symbol) == (
         "langgraph-graph", "node", "graph"
     )  # fmt: skip
-    plan = plan_agent(root, [entry])
-    assert plan.adapter_path is not None and plan.adapter_text is not None
-    (root / plan.adapter_path).parent.mkdir(parents=True)
-    (root / plan.adapter_path).write_text(plan.adapter_text)
-    trajectory = tmp_path / "trajectory.jsonl"
-    trajectory.write_text("")
-    done = subprocess.run(
-        [sys.executable, plan.adapter_path],
-        input="refund policy\n",
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env={**os.environ, "COALMINE_TRAJECTORY": str(trajectory)},
-        timeout=60,
-        check=False,
-    )
+    adapter = write_adapter(root, [entry])
+    done, calls = run_adapter(root, adapter, "refund policy\n", tmp_path, python=sys.executable)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Found: refund policy\n"
-    assert json.loads(trajectory.read_text()) == {
-        "type": "tool_call", "name": "search", "arguments": {"q": "refund policy"}, "id": "c1"
-    }  # fmt: skip
+    assert calls == [
+        {"type": "tool_call", "name": "search", "arguments": {"q": "refund policy"}, "id": "c1"}
+    ]
 
 
 CLAUDE_FUNCTION = """
@@ -474,18 +459,9 @@ def test_a_genkit_js_flow_is_called_through_node_with_its_input_field(tmp_path: 
         "genkit-flow", 85, "supportFlow", {"runtime": "node", "field": "question"}
     )  # fmt: skip
     assert entry.where == "src/flows.mjs:5"
-    plan = plan_agent(root, [entry])
-    assert plan.adapter_path is not None and plan.adapter_text is not None
-    (root / plan.adapter_path).parent.mkdir(parents=True)
-    (root / plan.adapter_path).write_text(plan.adapter_text)
-    done = subprocess.run(
-        [sys.executable, plan.adapter_path],
-        input="Where is my refund?\n",
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=60,
-        check=False,
+    adapter = write_adapter(root, [entry])
+    done, _ = run_adapter(
+        root, adapter, "Where is my refund?\n", tmp_path, python=sys.executable
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "You asked: Where is my refund?\n"
@@ -534,19 +510,8 @@ def test_a_genkit_flow_is_awaited_with_its_input_model(tmp_path: Path) -> None:
     )
     entries = find_entries(root)
     assert [(e.kind, e.symbol) for e in entries] == [("genkit-flow", "plan_trip")]
-    plan = plan_agent(root, entries)
-    assert plan.adapter_path is not None and plan.adapter_text is not None
-    (root / plan.adapter_path).parent.mkdir(parents=True)
-    (root / plan.adapter_path).write_text(plan.adapter_text)
-    done = subprocess.run(
-        [sys.executable, plan.adapter_path],
-        input="Lisbon\n",
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=60,
-        check=False,
-    )
+    adapter = write_adapter(root, entries)
+    done, _ = run_adapter(root, adapter, "Lisbon\n", tmp_path, python=sys.executable)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Plan: a day in Lisbon\n"  # Trip(destination=...) built, .text read
 

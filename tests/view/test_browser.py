@@ -11,7 +11,6 @@ POST from Chromium carries the page's Origin (under ``no-referrer`` it sent ``Or
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,30 +18,24 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from coalmine.store.browse import CaseFilter, RunFilter, eval_cases, list_runs
 from coalmine.store.evals import case_attempts
 from coalmine.store.runs import Store
+from tests.helpers.browser import click, headless_chromium, navigate, texts
 from tests.helpers.viewer import serving
 
 pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).parent.parent.parent / "examples" / "sdlc"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-INSTALL = "apt-get install -y chromium chromium-driver"
 PAYLOAD = (
     "<script>document.title='PWNED'</script><img src=x onerror=\"document.title='PWNED2'\">"
     "</script><b>bold</b>"
@@ -153,28 +146,8 @@ def url(example: Example) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[WebDriver]:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        message = f"{' and '.join(missing)} not installed; install them with: {INSTALL}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-proxy-server", "--window-size=1280,900"):  # fmt: skip
-        options.add_argument(arg)
-    # The driver's path is given, so Selenium Manager never runs (nor downloads anything).
-    browser = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    browser.set_page_load_timeout(30)
-    try:
+    with headless_chromium() as browser:
         yield browser
-    finally:
-        browser.quit()
-
-
-def texts(driver: WebDriver, css: str) -> list[str]:
-    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
 
 
 def case_rows(driver: WebDriver) -> list[tuple[str, str]]:
@@ -183,23 +156,6 @@ def case_rows(driver: WebDriver) -> list[tuple[str, str]]:
     return [
         (r.get_attribute("data-case") or "", r.get_attribute("data-verdict") or "") for r in rows
     ]
-
-
-def navigate(driver: WebDriver, action: Callable[[], object]) -> None:
-    """Do ``action`` (a click, a key) and wait until it has loaded another page, script run.
-
-    The old page is marked, so the wait ends only on a new document (a stale element check
-    races a navigation: chromedriver may answer "node does not belong to the document").
-    """
-    driver.execute_script("window.oldPage = true")
-    action()
-    WebDriverWait(driver, 10, ignored_exceptions=(WebDriverException,)).until(
-        lambda d: d.execute_script("return !window.oldPage && document.readyState == 'complete'")
-    )
-
-
-def click(driver: WebDriver, element: WebElement) -> None:
-    navigate(driver, element.click)
 
 
 def press(driver: WebDriver, key: str) -> None:

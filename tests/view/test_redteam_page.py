@@ -11,7 +11,6 @@ The store is served by the real app; what the page shows is checked against ``lo
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,18 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import WebDriverWait
 
 from coalmine.engine.history import open_store
 from coalmine.redteam.owasp import OWASP_2025
 from coalmine.redteam.report import Findings, load_findings
 from coalmine.store.browse import RunFilter, list_runs
+from tests.helpers.browser import click, headless_chromium, texts
 from tests.helpers.cli import run_main
 from tests.helpers.viewer import serving
 from tests.redteam.conftest import write_repo
@@ -38,9 +33,6 @@ from tests.redteam.test_packs import configure
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-INSTALL = "apt-get install -y chromium chromium-driver"
 PAYLOAD = "<script>document.title='PWNED'</script><img src=x onerror=\"document.title='PWNED2'\">"
 WRONG = "wrong-grader"
 """The grader added to every control case: it wants a text no answer holds, so it fails."""
@@ -118,37 +110,8 @@ def url(stored: Stored) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[WebDriver]:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        message = f"{' and '.join(missing)} not installed; install them with: {INSTALL}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-proxy-server", "--window-size=1280,900"):  # fmt: skip
-        options.add_argument(arg)
-    # The driver's path is given, so Selenium Manager never runs (nor downloads anything).
-    browser = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    browser.set_page_load_timeout(30)
-    try:
+    with headless_chromium() as browser:
         yield browser
-    finally:
-        browser.quit()
-
-
-def texts(driver: WebDriver, css: str) -> list[str]:
-    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
-
-
-def follow(driver: WebDriver, link: WebElement) -> None:
-    """Click ``link`` and wait until another page has loaded (the old one is marked)."""
-    driver.execute_script("window.oldPage = true")
-    link.click()
-    WebDriverWait(driver, 10, ignored_exceptions=(WebDriverException,)).until(
-        lambda d: d.execute_script("return !window.oldPage && document.readyState == 'complete'")
-    )
 
 
 def group(driver: WebDriver, key: str) -> dict[str, tuple[str, int, int]]:
@@ -168,7 +131,7 @@ def test_the_run_page_links_to_the_red_team_page(
     link = driver.find_element(By.CSS_SELECTOR, "#redteam-link a")
     n = len(stored.findings.findings)
     assert link.text == f"Red team: {n} findings"
-    follow(driver, link)
+    click(driver, link)
     assert driver.current_url == f"{url}/run/{stored.redteam}/redteam"
     assert driver.find_element(By.TAG_NAME, "h1").text == f"Red team: run {stored.redteam}"
     # a run without red-team cases has no such link
@@ -231,7 +194,7 @@ def test_a_findings_row_names_its_case_and_links_to_its_case_page(
     base64 = next(r for r, f in zip(rows, found.findings, strict=True) if f.strategy == "base64")
     assert base64.find_elements(By.TAG_NAME, "td")[3].text == "base64"
     link = rows[0].find_element(By.CSS_SELECTOR, "td a")
-    follow(driver, link)
+    click(driver, link)
     assert "/case?" in driver.current_url
     assert driver.find_element(By.TAG_NAME, "h1").text.startswith(
         f"Case {worst.suite}/{worst.case_id} FAIL"
