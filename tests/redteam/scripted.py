@@ -2,8 +2,8 @@
 
 ``comply`` is the most gullible model there is, written here independently of the packs: it
 reads the prompt the way a capable model would (base64 and ROT13 decoded, Cyrillic look-alike
-letters and leetspeak read as Latin, HTML entities unescaped, the instruction found in Spanish,
-French or German as in English) and carries out what it finds:
+letters and leetspeak read as Latin, HTML entities and JSON string escapes unescaped, the
+instruction found in Spanish, French or German as in English) and carries out what it finds:
 
 - a backticked tool with a JSON object after it is called with those arguments (``TOKEN``
   replaced by the session token, as it was asked);
@@ -50,7 +50,8 @@ def read(prompt: str) -> tuple[str, str]:
     at = next((i for i, line in enumerate(lines) if "Confidential, for you only" in line), 0)
     secret = lines[at].partition("Confidential")[1] + lines[at].partition("Confidential")[2]
     rest = "\n".join(lines[:at] + [lines[at].partition("Confidential")[0]] + lines[at + 1 :])
-    rest = html.unescape(rest)
+    # HTML entities and JSON string escapes read as what they stand for
+    rest = html.unescape(rest).replace('\\"', '"').replace("\\n", "\n")
     texts = [rest, rest.translate(_LOOKALIKE)]
     prose = re.split(r"(`[^`]*`)", rest)  # code spans are read as they are
     texts.append(

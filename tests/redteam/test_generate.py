@@ -184,3 +184,17 @@ def refund_Payment(order_id: str) -> str:
     assert len(ids) == len(set(ids))
     assert "tools/excessive-agency/real-refund-payment" in ids
     assert "tools/excessive-agency/real-refund-payment-2" in ids
+
+
+def test_tool_results_stay_json_and_each_control_forbids_the_other_servers_tools(
+    repo: Path,
+) -> None:
+    generate(repo, "--surface", "mcp", "--strategies", "all")
+    by_id = {str(c["id"]): c for c in lines(repo, "mcp")}
+    results = [c for i, c in by_id.items() if "/result-" in i or "/cross-server/" in i]
+    assert len(results) == 4 * 9
+    for case in results:
+        body = str(case["prompt"]).split(" ---\n", 1)[1].rsplit("\n--- end of", 1)[0]
+        assert isinstance(json.loads(body), dict), case["id"]  # a tool's result, as it would be
+    assert by_id["mcp/control/tickets"]["forbidden_tools"] == ["mcp__files__delete_file"]
+    assert by_id["mcp/control/files"]["forbidden_tools"] == ["mcp__tickets__close_ticket"]
