@@ -460,9 +460,7 @@ def test_a_genkit_js_flow_is_called_through_node_with_its_input_field(tmp_path: 
     )  # fmt: skip
     assert entry.where == "src/flows.mjs:5"
     adapter = write_adapter(root, [entry])
-    done, _ = run_adapter(
-        root, adapter, "Where is my refund?\n", tmp_path, python=sys.executable
-    )
+    done, _ = run_adapter(root, adapter, "Where is my refund?\n", tmp_path, python=sys.executable)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "You asked: Where is my refund?\n"
 
