@@ -198,3 +198,23 @@ def test_tool_results_stay_json_and_each_control_forbids_the_other_servers_tools
         assert isinstance(json.loads(body), dict), case["id"]  # a tool's result, as it would be
     assert by_id["mcp/control/tickets"]["forbidden_tools"] == ["mcp__files__delete_file"]
     assert by_id["mcp/control/files"]["forbidden_tools"] == ["mcp__tickets__close_ticket"]
+
+
+def test_another_kits_update_neither_builds_nor_trips_over_the_red_team_parameters(
+    repo: Path,
+) -> None:
+    code, out = run_main(
+        "init", "--apply", "--no-diff", "--kit", "agent-runtime", "--root", str(repo)
+    )
+    assert code == 0, out
+    generate(repo, "--surface", "general", "--strategies", "none")
+    manifest = repo / "harness" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["parameters"]["redteam.seed"] = "seven"
+    manifest.write_text(json.dumps(data))
+    code, out = run_main("kits", "update", "--kit", "agent-runtime", "--root", str(repo))
+    assert code == 0, out  # the red-team kit's parameters are not its business
+    code, out = run_main("redteam", "generate", "--root", str(repo))
+    assert (
+        code == 2 and "manifest.json: parameters: the seed must be an integer, not 'seven'" in out
+    )

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -180,13 +180,40 @@ def render_context(
     if agent is None and adapter_wanted(root):
         agent = plan_agent(root, find_entries(root))
     facts["agent_adapter"] = (agent.adapter_text or "") if agent is not None else ""
-    facts["redteam"] = _redteam_suites(facts, parameters, [s.kind for s in signals])
+    kinds = [s.kind for s in signals]
+    facts["redteam"] = _OnDemand(lambda: _redteam_suites(facts, parameters, kinds))
     return {
         "project": parameters["project"],
         "agent": parameters["agent"],
         "signals": {s.kind: [e.model_dump() for e in s.evidence] for s in signals},
         "facts": facts,
     }
+
+
+class _OnDemand(Mapping[str, Any]):
+    """A mapping made the first time a template reads it.
+
+    Only the red-team kit's templates read its suites, so no other kit's init or update builds
+    them (or fails on their parameters).
+    """
+
+    def __init__(self, make: Callable[[], Mapping[str, Any]]) -> None:
+        self._make = make
+        self._made: Mapping[str, Any] | None = None
+
+    def _mapping(self) -> Mapping[str, Any]:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def __getitem__(self, key: str) -> Any:
+        return self._mapping()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
 
 
 def _redteam_suites(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TypedDict
 
@@ -59,8 +60,9 @@ class Facts(TypedDict):
     agent_files: list[str]
     agent_adapter: str
     """The agent adapter's text (set by ``init``'s render context; empty here)."""
-    redteam: dict[str, dict[str, str]]
-    """The red-team suites, surface → ``{"yaml", "jsonl"}`` (set by the render context)."""
+    redteam: Mapping[str, dict[str, str]]
+    """The red-team suites, surface → ``{"yaml", "jsonl"}`` (set by the render context, made
+    when a template first reads them)."""
     node_package_manager: str | None
     dev_command: str | None
 
