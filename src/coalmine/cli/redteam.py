@@ -21,13 +21,13 @@ from coalmine.harness.kits import load_manifest
 from coalmine.redteam.packs import SURFACES
 from coalmine.redteam.report import (
     SEVERITY_ORDER,
-    covering_gates,
     load_findings,
     render_json,
     render_markdown,
     render_terminal,
 )
 from coalmine.redteam.strategies import STRATEGIES
+from coalmine.redteam.suites import selection
 
 KIT = "red-team"
 
@@ -35,18 +35,6 @@ KIT = "red-team"
 @click.group("redteam")
 def redteam_group() -> None:
     """Red-team suites built from the repository's own surface, and what got through."""
-
-
-def _names(value: str, known: tuple[str, ...], extra: tuple[str, ...], what: str) -> str:
-    names = [v.strip() for v in value.split(",") if v.strip()]
-    if len(names) == 1 and names[0] in extra:
-        return names[0]
-    bad = [n for n in names if n not in known]
-    if bad or not names:
-        raise click.BadParameter(
-            f"unknown {what} {bad[0] if bad else value!r}: one of {', '.join(known + extra)}"
-        )
-    return ",".join(dict.fromkeys(names))
 
 
 @redteam_group.command("generate")
@@ -91,15 +79,15 @@ def generate_command(
     """
     parameters: dict[str, str] = {}
     if surfaces:
-        parameters["redteam.surfaces"] = _names(
-            ",".join(surfaces), SURFACES, ("all", "auto"), "surface"
-        )
+        parameters["redteam.surfaces"] = ",".join(surfaces)
     if strategies is not None:
-        parameters["redteam.strategies"] = _names(
-            strategies, tuple(STRATEGIES), ("all", "none"), "strategy"
-        )
+        parameters["redteam.strategies"] = strategies
     if seed is not None:
         parameters["redteam.seed"] = str(seed)
+    try:  # the options are checked as the manifest's parameters are, before anything is read
+        selection(parameters, {})
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     root = root.resolve()
     manifest = load_manifest(root)
     if manifest is not None and manifest.kit(KIT) is not None:
@@ -125,12 +113,41 @@ def generate_command(
         return 0
     applied = apply_changes(root, changes, after)
     click.echo(f"wrote {len(applied.written)} file(s)")
-    for line in covering_gates(root, after):
+    for line in _covering_gates(root, {k.id for k in after.kits}):
         click.echo(line)
     if applied.conflicts:
         click.echo(f"conflicts to resolve in: {', '.join(applied.conflicts)}")
         return 1
     return 0
+
+
+_GATES = {
+    "tools": ("agent-runtime", "agent-red-team"),
+    "mcp": ("agent-runtime", "agent-red-team"),
+    "browser": ("agent-runtime", "agent-red-team"),
+    "general": ("agent-runtime", "agent-red-team"),
+    "rag": ("rag-system", "rag-eval"),
+}
+"""Surface → the kit and gate that run its suite (gates/agent-red-team.sh and
+gates/retrieval-eval.sh pick up the redteam-<surface> suites that exist)."""
+
+
+def _covering_gates(root: Path, adopted: set[str]) -> list[str]:
+    """A line per generated suite: the adopted kit's gate that runs it, or the command."""
+    lines = []
+    for surface, (kit, gate) in _GATES.items():
+        if not (root / "harness" / "evals" / f"redteam-{surface}.jsonl").is_file():
+            continue
+        if kit in adopted:
+            lines.append(
+                f"  redteam-{surface}: run by the {gate} gate (`coalmine gates run {gate}`)"
+            )
+        else:
+            lines.append(
+                f"  redteam-{surface}: no adopted kit's gate runs it ({kit} would):"
+                f" `coalmine eval run redteam-{surface}`"
+            )
+    return lines
 
 
 @redteam_group.command("report")

@@ -19,7 +19,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from coalmine.redteam.owasp import CATEGORIES, OWASP_2025, SEVERITIES
@@ -30,7 +29,6 @@ __all__ = [
     "SEVERITY_ORDER",
     "Finding",
     "Findings",
-    "covering_gates",
     "load_findings",
     "render_json",
     "render_markdown",
@@ -291,33 +289,3 @@ def render_json(f: Findings) -> str:
         "cases": [asdict(c) for c in f.cases],
     }
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-
-# ------------------------------------------------------------------ which gate runs a suite
-
-_GATES = {
-    "tools": ("agent-runtime", "agent-red-team"),
-    "mcp": ("agent-runtime", "agent-red-team"),
-    "browser": ("agent-runtime", "agent-red-team"),
-    "general": ("agent-runtime", "agent-red-team"),
-    "rag": ("rag-system", "rag-eval"),
-}
-
-
-def covering_gates(root: Path, manifest: Any) -> list[str]:
-    """A line per generated suite: the adopted kit's gate that runs it, or the command."""
-    lines = []
-    adopted = {k.id for k in manifest.kits}
-    for surface, (kit, gate) in _GATES.items():
-        if not (root / "harness" / "evals" / f"redteam-{surface}.jsonl").is_file():
-            continue
-        if kit in adopted:
-            lines.append(
-                f"  redteam-{surface}: run by the {gate} gate (`coalmine gates run {gate}`)"
-            )
-        else:
-            lines.append(
-                f"  redteam-{surface}: no adopted kit's gate runs it ({kit} would):"
-                f" `coalmine eval run redteam-{surface}`"
-            )
-    return lines

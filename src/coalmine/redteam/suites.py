@@ -77,11 +77,12 @@ def selection(
         strategies = []
     for surface in surfaces:
         if surface not in SURFACES:
-            raise ValueError(f"unknown surface {surface!r}: one of {', '.join(SURFACES)}")
+            known = ", ".join(SURFACES)
+            raise ValueError(f"unknown surface {surface!r}: one of {known} (or all, auto, alone)")
     for strategy in strategies:
         if strategy not in STRATEGIES:
             known = ", ".join(STRATEGIES)
-            raise ValueError(f"unknown strategy {strategy!r}: one of {known} (or all, none)")
+            raise ValueError(f"unknown strategy {strategy!r}: one of {known} (or all, none, alone)")
     raw = parameters.get("redteam.seed", "0")
     try:
         seed = int(raw)
