@@ -538,3 +538,21 @@ def test_a_stored_output_is_exported_with_a_note_that_the_config_holds_one_colum
     assert "options.storeOutputAs: the config holds this suite's column only" in output
     exported = yaml.safe_load(out.read_text(encoding="utf-8"))
     assert exported["tests"][0]["options"] == {"storeOutputAs": "prev"}
+
+
+def test_a_conversation_is_exported_as_its_transcript_with_a_note(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "harness" / "evals").mkdir(parents=True)
+    (project / "coalmine.yaml").write_text("agents:\n  app: {provider: echo}\njudge: none\n")
+    turns = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    case = {"id": "talk", "prompt": "Go on", "turns": turns,
+            "graders": [{"type": "contains", "config": {"value": "Go"}}]}  # fmt: skip
+    (project / "harness" / "evals" / "talk.jsonl").write_text(json.dumps(case) + "\n")
+    out = tmp_path / "exported" / "promptfooconfig.yaml"
+    code, output = export(project, "talk", out)
+    assert code == 1, output
+    assert "case talk: its turns go as one message, the conversation's transcript" in output
+    [test] = yaml.safe_load(out.read_text(encoding="utf-8"))["tests"]
+    assert test["vars"]["prompt"] == (
+        "Conversation so far:\nUser: Hi\nAssistant: Hello\nUser: Go on"
+    )

@@ -127,6 +127,11 @@ def export_suite(suite: Suite, agent: AgentConfig | None, *, out_dir: Path) -> E
 
 def _test(case: SuiteCase, suite: Suite, exported: Exported) -> dict[str, Any]:
     test: dict[str, Any] = {"description": case.case.id}
+    if case.conversation:
+        exported.note(
+            f"case {case.case.id}: its turns go as one message, the conversation's transcript"
+            " (a chat agent of coalmine gets them as messages)"
+        )
     if _changed_as_var(case.prompt):
         # promptfoo trims a var's trailing newline and renders (or, when it names an unknown
         # variable, keeps) its template marks; the prefix is rendered as the prompt is, so a
